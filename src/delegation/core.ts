@@ -1,0 +1,41 @@
+// What the delegation stages share: the registry, the clock, ids, logging, the seam for tests and
+// the event emitter. One object built by createRuntime() and passed down, so every effect a child
+// can have is injected (a test swaps the clock, ids or checkpoint, never a module).
+import type PQueue from 'p-queue';
+import type { Clock } from '../clock.ts';
+import type { IdMaker } from '../ids.ts';
+import type { Logger } from '../log.ts';
+import type { ChildRecord } from '../registry/record.ts';
+import type { Registry } from '../registry/registry.ts';
+import type { RunnerKinds } from './runners/kinds.ts';
+import type { DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from './types.ts';
+
+/** A yield point the runtime awaits at each seam; tests pass a scheduler to order them. */
+export type Checkpoint = (label: string, subagent_id: string | null) => Promise<void>;
+
+/** Receives every event with its (private) owner; the RPC layer routes on it. */
+export type OwnedEventListener = (event: Record<string, unknown> & { type: string }, owner: Owner | undefined) => void;
+
+export interface Limits {
+  readonly max_concurrent_children: number;
+  readonly max_spawn_depth: number;
+  readonly interrupt_grace_ms: number;
+}
+
+export interface Core {
+  readonly registry: Registry;
+  readonly clock: Clock;
+  readonly ids: IdMaker;
+  readonly logger: Logger;
+  readonly limits: Limits;
+  readonly defaultRunner: Runner;
+  readonly runnerKinds: RunnerKinds;
+  readonly checkpoint: Checkpoint;
+  /** Publishes `topic` on the bus and to owned-event listeners. Never throws. */
+  emit(topic: string, payload: Record<string, unknown>, owner: Owner | undefined): void;
+  /** The p-queue for one parent's children (a session, the local root, or a child). */
+  queueFor(key: string): PQueue;
+  releaseQueue(key: string): void;
+  isPaused(owner: Owner | undefined): boolean;
+  spawn(parent: ChildRecord | null, tasks: readonly TaskSpec[], options: DelegateOptions, owner: Owner | undefined): DelegationHandle;
+}

@@ -1,0 +1,152 @@
+// delegate(): validate a batch, make a record per task, register it, queue it on the parent's
+// p-queue and return at once with the ids and a promise of the entries (ordered by task_index).
+import { z } from 'zod';
+import { ErrorCode, SubrunError, type Issue } from '../errors.ts';
+import { ChildRecord } from '../registry/record.ts';
+import type { Core } from './core.ts';
+import type { RunnerKinds } from './runners/kinds.ts';
+import { prepareChild, runChild } from './run-child.ts';
+import type { CompletionEntry, DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from './types.ts';
+
+const runnerSchema = z.custom<Runner>(
+  (v) => typeof v === 'object' && v !== null && typeof (v as Runner).run === 'function' && typeof (v as Runner).model === 'string',
+  { message: 'expected a runner: an object with a string `model` and a `run` function' },
+);
+
+const taskSchema = z.looseObject({
+  goal: z.string({ error: 'goal must be a string' }).trim().min(1, { error: 'goal must not be empty' }),
+  context: z.string({ error: 'context must be a string' }).optional(),
+  runner: runnerSchema.optional(),
+  agent: z.looseObject({ kind: z.string({ error: 'agent.kind must be a string' }) }, { error: 'agent must be an object {kind, ...}' }).optional(),
+});
+
+const optionsSchema = z.looseObject({
+  timeout_ms: z.number().int().positive({ error: 'timeout_ms must be a positive integer' }).optional(),
+});
+
+/** Converts zod issues to ours, with dotted paths rooted at `root`. */
+export function toIssues(error: z.ZodError, root: string): Issue[] {
+  return error.issues.map((i) => ({
+    path: [root, ...i.path.map(String)].filter((p) => p !== '').join('.'),
+    message: i.message,
+  }));
+}
+
+export interface ResolvedTask {
+  readonly goal: string;
+  readonly context: string | undefined;
+  /** undefined: the runtime's default runner. */
+  readonly runner: Runner | undefined;
+}
+
+/** Validates a batch and resolves each task's runner; throws a SubrunError naming the field. */
+export function validateTasks(tasks: unknown, maxConcurrent: number, kinds: RunnerKinds): ResolvedTask[] {
+  if (!Array.isArray(tasks) || tasks.length === 0) {
+    throw new SubrunError(ErrorCode.TasksRequired, 'tasks required: pass a non-empty array of {goal, context?, runner?}', [
+      { path: 'tasks', message: Array.isArray(tasks) ? 'must not be empty' : 'must be an array' },
+    ]);
+  }
+  if (tasks.length > maxConcurrent) {
+    throw new SubrunError(
+      ErrorCode.TooManyTasks,
+      `too many tasks: ${tasks.length} given, at most ${maxConcurrent} (max_concurrent_children) per batch; split the batch`,
+      [{ path: 'tasks', message: `at most ${maxConcurrent} tasks` }],
+    );
+  }
+  const issues: Issue[] = [];
+  const parsed: ResolvedTask[] = [];
+  tasks.forEach((task, i) => {
+    if (typeof task !== 'object' || task === null || Array.isArray(task)) {
+      issues.push({ path: `tasks.${i}`, message: 'each task must be an object {goal, context?, runner?}' });
+      return;
+    }
+    const r = taskSchema.safeParse(task);
+    if (!r.success) {
+      issues.push(...toIssues(r.error, `tasks.${i}`));
+      return;
+    }
+    let runner = r.data.runner;
+    if (!runner && r.data.agent) {
+      const kind = Object.hasOwn(kinds, r.data.agent.kind) ? kinds[r.data.agent.kind] : undefined;
+      if (!kind) {
+        issues.push({ path: `tasks.${i}.agent.kind`, message: `unknown runner kind ${JSON.stringify(r.data.agent.kind)}; known: ${Object.keys(kinds).join(', ')}` });
+        return;
+      }
+      const spec = kind.schema.safeParse(r.data.agent);
+      if (!spec.success) {
+        issues.push(...toIssues(spec.error, `tasks.${i}.agent`));
+        return;
+      }
+      runner = kind.create(spec.data);
+    }
+    parsed.push({ goal: r.data.goal, context: r.data.context, runner });
+  });
+  if (issues.length > 0) {
+    throw new SubrunError(ErrorCode.InvalidTasks, `invalid tasks: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
+  }
+  return parsed;
+}
+
+export function spawn(
+  core: Core,
+  parent: ChildRecord | null,
+  rawTasks: readonly TaskSpec[],
+  rawOptions: DelegateOptions,
+  owner: Owner | undefined,
+): DelegationHandle {
+  const { limits } = core;
+  if (parent && parent.depth + 1 >= limits.max_spawn_depth) {
+    throw new SubrunError(
+      ErrorCode.DepthExceeded,
+      `spawn depth limit reached: this subagent is at depth ${parent.depth} and max_spawn_depth is ${limits.max_spawn_depth}`,
+    );
+  }
+  const opts = optionsSchema.safeParse(rawOptions ?? {});
+  if (!opts.success) {
+    const issues = toIssues(opts.error, '');
+    throw new SubrunError(ErrorCode.InvalidOptions, `invalid options: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
+  }
+  const tasks = validateTasks(rawTasks, limits.max_concurrent_children, core.runnerKinds);
+  if (core.isPaused(owner)) throw new SubrunError(ErrorCode.SpawnPaused, 'spawning is paused');
+
+  const delegation_id = core.ids.delegation();
+  const children = tasks.map((task, task_index) => {
+    const record = new ChildRecord({
+      subagent_id: core.ids.subagent(),
+      parent_id: parent?.subagent_id ?? null,
+      depth: parent ? parent.depth + 1 : 0,
+      delegation_id,
+      task_index,
+      task_count: tasks.length,
+      goal: task.goal,
+      context: task.context,
+      runner: task.runner ?? core.defaultRunner,
+      owner,
+      parent,
+      timeout_ms: opts.data.timeout_ms,
+    });
+    const live = prepareChild(core, record);
+    core.emit('subagent.spawn_requested', { ...record.identity, src: record.subagent_id }, owner);
+    return { record, live };
+  });
+  const subagent_ids = children.map((c) => c.record.subagent_id);
+  core.emit('delegation.dispatched', { delegation_id, subagent_ids, count: subagent_ids.length, src: delegation_id }, owner);
+
+  // A child spawned under a parent that is already stopping starts stopped (and completes at once).
+  if (parent?.abort.signal.aborted) for (const { record } of children) record.stop('interrupt');
+
+  const queue = core.queueFor(parent?.subagent_id ?? `root:${owner?.session_id ?? ''}`);
+  for (const { record, live } of children) {
+    if (record.finished) continue;
+    queue.add(() => runChild(core, record, live), { signal: live.dequeue }).catch((err: unknown) => {
+      // An abort while queued is expected (the child already completed as interrupted).
+      if (!live.dequeue.aborted) core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
+    });
+  }
+
+  const results: Promise<CompletionEntry[]> = Promise.all(children.map((c) => c.record.done)).then((entries) => {
+    core.emit('delegation.complete', { delegation_id, results: entries, src: delegation_id }, owner);
+    return entries;
+  });
+  return { delegation_id, subagent_ids, results };
+}

@@ -1,0 +1,120 @@
+// The built-in scripted runner: deterministic steps, for demos and tests (protocol section 6).
+// Its delivery points are exactly two: right after each `tool` step, and inside `wait_steer`.
+// No other step delivers, so every steer race of the protocol is reproducible from a script.
+import { z } from 'zod';
+import { isSubrunError } from '../../errors.ts';
+import type { RunOutcome, Runner, RunnerContext, TaskSpec } from '../types.ts';
+
+const text = z.string();
+const ms = z.number().int().nonnegative();
+
+const agentTaskSchema = z.looseObject({
+  goal: z.string(),
+  context: z.string().optional(),
+  agent: z.unknown().optional(),
+});
+
+export const stepSchema = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('think'), text }),
+  z.object({ op: z.literal('say'), text }),
+  z.object({ op: z.literal('tool'), name: z.string().min(1), args: z.unknown().optional(), result: z.string().optional(), ms: ms.optional() }),
+  z.object({ op: z.literal('sleep'), ms }),
+  z.object({ op: z.literal('wait_steer'), timeout_ms: ms.optional() }),
+  z.object({ op: z.literal('spawn'), tasks: z.array(agentTaskSchema) }),
+  z.object({ op: z.literal('finish'), summary: z.string().optional() }),
+  z.object({ op: z.literal('fail'), error: z.string() }),
+  z.object({ op: z.literal('hang') }),
+]);
+export type Step = z.infer<typeof stepSchema>;
+
+export const scriptedAgentSchema = z.object({
+  kind: z.literal('scripted'),
+  steps: z.array(stepSchema).default([]),
+});
+export type ScriptedAgent = z.infer<typeof scriptedAgentSchema>;
+
+export const SCRIPTED_MODEL = 'scripted';
+
+/** A runner that plays `steps` in order. */
+export function scripted(steps: readonly Step[] = []): Runner {
+  return { model: SCRIPTED_MODEL, run: (ctx) => play(ctx, steps) };
+}
+
+async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutcome> {
+  let lastSay = '';
+  const stopped = (): RunOutcome => ({ status: 'interrupted', summary: lastSay });
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i] as Step;
+    await ctx.checkpoint(`step ${i} ${step.op}`);
+    if (ctx.signal.aborted) return stopped();
+    switch (step.op) {
+      case 'think':
+        ctx.thinking(step.text);
+        break;
+      case 'say':
+        lastSay = step.text;
+        ctx.text(step.text);
+        break;
+      case 'tool': {
+        const call = ctx.startTool(step.name, step.args);
+        if (step.ms) await ctx.sleep(step.ms);
+        if (ctx.signal.aborted) {
+          call.finish('interrupted', false);
+          return stopped();
+        }
+        call.finish(step.result ?? 'ok');
+        await ctx.checkpoint(`step ${i} deliver`);
+        // Delivery point: after a tool step.
+        ctx.deliverSteers();
+        break;
+      }
+      case 'sleep':
+        await ctx.sleep(step.ms);
+        break;
+      case 'wait_steer':
+        await waitSteer(ctx, step.timeout_ms);
+        if (ctx.signal.aborted) return stopped();
+        // Delivery point: inside wait_steer.
+        ctx.deliverSteers();
+        break;
+      case 'spawn':
+        await spawnStep(ctx, step.tasks);
+        break;
+      case 'finish':
+        return { status: 'completed', summary: step.summary ?? lastSay };
+      case 'fail':
+        return { status: 'failed', error: step.error, summary: lastSay };
+      case 'hang':
+        await new Promise<void>((resolve) => {
+          if (ctx.signal.aborted) resolve();
+          else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        return stopped();
+    }
+    if (ctx.signal.aborted) return stopped();
+  }
+  return { status: 'completed', summary: lastSay };
+}
+
+async function waitSteer(ctx: RunnerContext, timeout_ms: number | undefined): Promise<void> {
+  if (timeout_ms === undefined) return ctx.steerArrived();
+  await Promise.race([ctx.steerArrived(), ctx.sleep(timeout_ms)]);
+}
+
+async function spawnStep(ctx: RunnerContext, tasks: ReadonlyArray<z.infer<typeof agentTaskSchema>>): Promise<void> {
+  let handle;
+  try {
+    handle = ctx.delegate(tasks as readonly TaskSpec[]);
+  } catch (err) {
+    // A refused spawn fails the step, not the child: the transcript says why and it goes on.
+    ctx.write(`[spawn refused] ${isSubrunError(err) ? err.message : String(err)}`);
+    return;
+  }
+  const stoppedEarly = new Promise<null>((resolve) => {
+    if (ctx.signal.aborted) resolve(null);
+    else ctx.signal.addEventListener('abort', () => resolve(null), { once: true });
+  });
+  const entries = await Promise.race([handle.results, stoppedEarly]);
+  if (!entries) return;
+  for (const e of entries) ctx.write(`[child ${e.subagent_id}] ${e.status}: ${e.summary || e.error || ''}`);
+}

@@ -1,0 +1,88 @@
+// A child's steer inbox: FIFO, with the three states a steer can be in (queued, taken by the
+// runner, delivered). seal() closes acceptance and hands back everything undelivered in ONE
+// synchronous step, so no steer can slip in between "stop accepting" and "take leftovers".
+import type { Steer } from './types.ts';
+
+export class SteerInbox {
+  #queued: Steer[] = [];
+  /** Taken by the runner, not yet confirmed delivered; keyed by steer_id, insertion = seq order. */
+  #taken = new Map<string, Steer>();
+  #sealed = false;
+  #seq = 0;
+  #waiters: Array<() => void> = [];
+
+  get accepting(): boolean {
+    return !this.#sealed;
+  }
+
+  get queuedCount(): number {
+    return this.#queued.length;
+  }
+
+  /** Queues a steer; false (and nothing changes) once sealed. */
+  push(steer_id: string, text: string): Steer | null {
+    if (this.#sealed) return null;
+    const steer: Steer = { steer_id, text, seq: ++this.#seq };
+    this.#queued.push(steer);
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const wake of waiters) wake();
+    return steer;
+  }
+
+  /** Removes a just-queued steer again (its acceptance was vetoed); true if it was still queued. */
+  withdraw(steer_id: string): boolean {
+    const i = this.#queued.findIndex((s) => s.steer_id === steer_id);
+    if (i < 0) return false;
+    this.#queued.splice(i, 1);
+    return true;
+  }
+
+  /** Moves every queued steer to "taken" and returns them in acceptance order. */
+  take(): Steer[] {
+    if (this.#sealed || this.#queued.length === 0) return [];
+    const taken = this.#queued;
+    this.#queued = [];
+    for (const s of taken) this.#taken.set(s.steer_id, s);
+    return taken;
+  }
+
+  /** Marks taken steers delivered; returns those newly confirmed (none after seal). */
+  confirm(steers: readonly Steer[]): Steer[] {
+    if (this.#sealed) return [];
+    const confirmed: Steer[] = [];
+    for (const s of steers) {
+      if (this.#taken.delete(s.steer_id)) confirmed.push(s);
+    }
+    return confirmed;
+  }
+
+  /**
+   * Closes acceptance and returns every undelivered steer (taken-but-unconfirmed and still
+   * queued) in acceptance order. Synchronous by design: see the module header.
+   */
+  seal(): Steer[] {
+    if (this.#sealed) return [];
+    this.#sealed = true;
+    const leftovers = [...this.#taken.values(), ...this.#queued];
+    this.#taken.clear();
+    this.#queued = [];
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const wake of waiters) wake();
+    return leftovers.sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Resolves when a steer is queued (at once if one is) or the inbox is sealed. */
+  waitForSteer(signal?: AbortSignal): Promise<void> {
+    if (this.#queued.length > 0 || this.#sealed || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.#waiters.push(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}

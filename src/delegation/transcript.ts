@@ -1,0 +1,96 @@
+// A child's live transcript: the last 16 KiB of UTF-8 bytes plus the count of all bytes ever
+// written. Memory is bounded by the window whatever the child writes; the buffer grows to the
+// window size only as output arrives, so a quiet child costs next to nothing.
+
+export const TAIL_WINDOW_BYTES = 16384;
+
+export interface TailSlice {
+  readonly text: string;
+  readonly truncated: boolean;
+  /** Total bytes written so far; pass it back as `since` to get only newer bytes. */
+  readonly offset: number;
+}
+
+const decoder = new TextDecoder('utf-8');
+const encoder = new TextEncoder();
+
+export class Transcript {
+  readonly #capacity: number;
+  #buf: Uint8Array;
+  /** Total bytes ever written; the byte at absolute position p lives at p % capacity once full. */
+  #written = 0;
+
+  constructor(capacity: number = TAIL_WINDOW_BYTES) {
+    this.#capacity = capacity;
+    this.#buf = new Uint8Array(Math.min(256, capacity));
+  }
+
+  get offset(): number {
+    return this.#written;
+  }
+
+  append(text: string): void {
+    if (text.length === 0) return;
+    this.appendBytes(encoder.encode(text));
+  }
+
+  appendBytes(bytes: Uint8Array): void {
+    const cap = this.#capacity;
+    let src = bytes;
+    if (src.length >= cap) {
+      // Only the last window of a huge write can ever be read back.
+      this.#written += src.length - cap;
+      src = src.subarray(src.length - cap);
+    }
+    this.#ensure(Math.min(cap, this.#written + src.length));
+    if (this.#buf.length < cap) {
+      // Still growing: positions are linear.
+      this.#buf.set(src, this.#written);
+      this.#written += src.length;
+      return;
+    }
+    const at = this.#written % cap;
+    const first = Math.min(src.length, cap - at);
+    this.#buf.set(src.subarray(0, first), at);
+    if (first < src.length) this.#buf.set(src.subarray(first), 0);
+    this.#written += src.length;
+  }
+
+  /**
+   * The window's text, or only what was written after `since`. `truncated` iff some of the bytes
+   * asked for already left the window. The text never starts inside a multi-byte character.
+   */
+  read(since?: number): TailSlice {
+    const end = this.#written;
+    const windowStart = Math.max(0, end - this.#capacity);
+    const asked = since === undefined ? 0 : Math.min(Math.max(0, Math.floor(since)), end);
+    const start = Math.max(asked, windowStart);
+    const bytes = this.#slice(start, end);
+    let skip = 0;
+    // Skip UTF-8 continuation bytes (10xxxxxx) at the cut: their lead byte is gone.
+    while (skip < bytes.length && skip < 3 && ((bytes[skip] ?? 0) & 0xc0) === 0x80) skip++;
+    return { text: decoder.decode(bytes.subarray(skip)), truncated: asked < windowStart, offset: end };
+  }
+
+  #slice(start: number, end: number): Uint8Array {
+    const n = end - start;
+    if (n <= 0) return new Uint8Array(0);
+    const cap = this.#capacity;
+    if (this.#buf.length < cap || end <= cap) return this.#buf.subarray(start, end);
+    const out = new Uint8Array(n);
+    const at = start % cap;
+    const first = Math.min(n, cap - at);
+    out.set(this.#buf.subarray(at, at + first), 0);
+    if (first < n) out.set(this.#buf.subarray(0, n - first), first);
+    return out;
+  }
+
+  #ensure(size: number): void {
+    if (this.#buf.length >= size) return;
+    let next = this.#buf.length;
+    while (next < size) next *= 2;
+    const grown = new Uint8Array(Math.min(next, this.#capacity));
+    grown.set(this.#buf.subarray(0, this.#written));
+    this.#buf = grown;
+  }
+}

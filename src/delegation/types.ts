@@ -1,0 +1,185 @@
+// The delegation vocabulary: task specs, the runner contract, completion entries and statuses.
+// Field names are the wire's (snake_case): the same objects travel in-process and over RPC.
+
+export const FINAL_STATUSES = ['completed', 'interrupted', 'failed', 'error', 'timeout'] as const;
+export type FinalStatus = (typeof FINAL_STATUSES)[number];
+export type ChildStatus = 'queued' | 'running' | FinalStatus;
+
+export function isFinalStatus(status: ChildStatus): status is FinalStatus {
+  return (FINAL_STATUSES as readonly string[]).includes(status);
+}
+
+/**
+ * Who spawned a child, as the RPC layer binds it. Absent for in-process delegations, which are
+ * then never reachable over RPC. Never shown in a snapshot, entry or event.
+ */
+export interface Owner {
+  readonly session_id: string;
+  /** The transport the spawn request arrived on (informational; authority is the session slot). */
+  readonly transport: string;
+  readonly generation: number;
+}
+
+/** The authority a scoped registry call carries: the caller's session and its live generation. */
+export interface Scope {
+  readonly session_id: string;
+  readonly generation: number;
+}
+
+export interface TaskSpec {
+  readonly goal: string;
+  readonly context?: string;
+  /** The runner for this child. Wins over `agent`. */
+  readonly runner?: Runner;
+  /**
+   * A runner described as plain JSON, e.g. `{kind: "scripted", steps: [...]}`, resolved through
+   * the runtime's runner kinds. Neither `runner` nor `agent`: the runtime's default runner.
+   */
+  readonly agent?: unknown;
+}
+
+export interface ToolTraceItem {
+  readonly tool: string;
+  readonly status: 'ok' | 'error' | 'running';
+}
+
+export interface Tokens {
+  readonly input: number;
+  readonly output: number;
+}
+
+/** What the parent gets back for each child: exactly one, whatever happened. */
+export interface CompletionEntry {
+  readonly task_index: number;
+  readonly subagent_id: string;
+  readonly status: FinalStatus;
+  readonly exit_reason: string;
+  readonly summary: string;
+  readonly error?: string;
+  readonly api_calls: number;
+  readonly duration_seconds: number;
+  readonly model: string;
+  readonly tokens: Tokens;
+  readonly tool_trace: readonly ToolTraceItem[];
+  readonly missed_steer?: string;
+}
+
+/** A steer accepted into a child's inbox. */
+export interface Steer {
+  readonly steer_id: string;
+  readonly text: string;
+  /** Acceptance order within the child (1, 2, ...). */
+  readonly seq: number;
+}
+
+/** What a runner reports when it stops. Run failures are reported here, not thrown. */
+export interface RunOutcome {
+  /**
+   * `completed`: the task is done. `failed`: the runner gave up and says why in `error`.
+   * `interrupted`: it noticed `signal` and stopped (the core decides interrupted vs timeout).
+   */
+  readonly status: 'completed' | 'failed' | 'interrupted';
+  /** The child's answer; an interrupted child may omit it and keep its last said text. */
+  readonly summary?: string;
+  readonly error?: string;
+  /** Why the loop ended, when more specific than the status (e.g. `max_iterations`). */
+  readonly exit_reason?: string;
+  readonly api_calls?: number;
+  readonly tokens?: Tokens;
+  /**
+   * Steers the runner took with `takeSteers()` but did not deliver (stopped between taking and
+   * delivering, or taken after its last model call). The core lists them in `missed_steer`.
+   * The core also tracks taken-but-unconfirmed steers itself, so a forgotten hand-back still
+   * never loses a steer; handing them back states the runner's intent and is checked.
+   */
+  readonly pending_steer?: readonly Steer[];
+}
+
+export interface ToolCall {
+  /** Ends the tool step: writes the result to the transcript and marks the trace item. */
+  finish(result?: string, ok?: boolean): void;
+}
+
+export interface DelegateOptions {
+  /** Per-child timeout from the moment it starts running; none when absent. */
+  readonly timeout_ms?: number;
+}
+
+export interface DelegationHandle {
+  readonly delegation_id: string;
+  readonly subagent_ids: readonly string[];
+  /** Resolves with one entry per task, ordered by task_index. Never rejects. */
+  readonly results: Promise<CompletionEntry[]>;
+}
+
+/**
+ * What a runner can see and do while it runs one child. Everything here becomes inert once the
+ * child finishes: late writes, events and deliveries are ignored, never reordered after the entry.
+ */
+export interface RunnerContext {
+  readonly subagent_id: string;
+  readonly parent_id: string | null;
+  readonly depth: number;
+  readonly goal: string;
+  readonly context: string | undefined;
+  /** Aborted on interrupt (of this child or an ancestor) and on timeout. */
+  readonly signal: AbortSignal;
+  /** Milliseconds since the Unix epoch, from the runtime's clock. */
+  now(): number;
+  /** Waits `ms` on the runtime's clock; resolves early (never rejects) when `signal` aborts. */
+  sleep(ms: number): Promise<void>;
+  /**
+   * A yield point the runtime may use to order concurrent work (tests inject a scheduler here).
+   * Runners call it at each step boundary; in production it costs one resolved promise or less.
+   */
+  checkpoint(label: string): Promise<void>;
+  /** Appends a line to the child's transcript (the 16 KiB tail hosts can read). */
+  write(line: string): void;
+  /** Reasoning text: transcript + `subagent.thinking`. */
+  thinking(text: string): void;
+  /** Assistant text: transcript + `subagent.text`; the last one is an interrupted child's summary. */
+  text(text: string): void;
+  /** Starts a tool step: counts in tool_count/last_tool, emits `subagent.tool`. */
+  startTool(name: string, args?: unknown): ToolCall;
+  /**
+   * A delivery point for runners that deliver as they take (the scripted runner): takes every
+   * queued steer in acceptance order, marks each delivered (transcript + `subagent.steer.delivered`)
+   * and returns them.
+   */
+  deliverSteers(): Steer[];
+  /**
+   * Two-phase delivery for runners that put steers into a conversation: take now, then
+   * `confirmDelivered` once they really reached the model. Anything taken and never confirmed
+   * ends in `missed_steer`.
+   */
+  takeSteers(): Steer[];
+  confirmDelivered(steers: readonly Steer[]): void;
+  /** Resolves when a steer is queued (at once if one is) or when `signal` aborts. */
+  steerArrived(): Promise<void>;
+  /**
+   * Delegates further. Throws a SubrunError (`depth_exceeded`, `spawn_paused`, ...) when this
+   * child may not spawn; the grandchildren inherit this child's owner.
+   */
+  delegate(tasks: readonly TaskSpec[], options?: DelegateOptions): DelegationHandle;
+}
+
+/**
+ * A runner runs one child. The contract:
+ * - It must not throw for run failures: it reports them as `{status: 'failed', error}`. A throw is
+ *   still caught and becomes status `error`.
+ * - It honours `ctx.signal`: every wait ends early on abort, and it returns soon after. A runner
+ *   that does not return within the runtime's interrupt grace is abandoned and its later effects
+ *   are ignored.
+ * - It takes steering only at safe points (after a tool step, before its next model call), and
+ *   hands back as `pending_steer` whatever it took but did not deliver.
+ */
+export interface Runner {
+  /** Shown as the child's `model` (e.g. `"scripted"`). */
+  readonly model: string;
+  run(ctx: RunnerContext): Promise<RunOutcome>;
+  /**
+   * Optional veto, called synchronously when a steer is about to be queued. If it throws, the
+   * steer is refused (`steerSubagent` answers false) and leaves no trace.
+   */
+  onSteer?(steer: Steer, ctx: RunnerContext): void;
+}

@@ -1,0 +1,35 @@
+// Local errors: string codes inside the process. The RPC layer converts them to wire errors in
+// one place (src/rpc/errors.ts); nothing here knows JSON-RPC numbers.
+
+export const ErrorCode = {
+  TasksRequired: 'tasks_required',
+  InvalidTasks: 'invalid_tasks',
+  TooManyTasks: 'too_many_tasks',
+  DepthExceeded: 'depth_exceeded',
+  SpawnPaused: 'spawn_paused',
+  InvalidOptions: 'invalid_options',
+  RuntimeClosed: 'runtime_closed',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface Issue {
+  /** Dotted path of the offending field, e.g. `tasks.1.goal`. */
+  readonly path: string;
+  readonly message: string;
+}
+
+export class SubrunError extends Error {
+  override readonly name = 'SubrunError';
+  readonly code: ErrorCode;
+  readonly issues: readonly Issue[];
+
+  constructor(code: ErrorCode, message: string, issues: readonly Issue[] = []) {
+    super(message);
+    this.code = code;
+    this.issues = issues;
+  }
+}
+
+export function isSubrunError(err: unknown, code?: ErrorCode): err is SubrunError {
+  return err instanceof SubrunError && (code === undefined || err.code === code);
+}

@@ -1,0 +1,21 @@
+// subrun's library face: createRuntime(), the scripted runner, and the types a parent agent and
+// a runner author need. Nothing here pulls in a transport.
+export { createRuntime } from './runtime.ts';
+export type { Runtime, RuntimeOptions, DelegateCallOptions } from './runtime.ts';
+export { scripted, stepSchema, scriptedAgentSchema } from './delegation/runners/scripted.ts';
+export type { Step, ScriptedAgent } from './delegation/runners/scripted.ts';
+export { defineRunnerKind } from './delegation/runners/kinds.ts';
+export type { RunnerKind, RunnerKinds } from './delegation/runners/kinds.ts';
+export { buildCompletionEntry } from './delegation/completion.ts';
+export { Transcript, TAIL_WINDOW_BYTES } from './delegation/transcript.ts';
+export { EventBus } from './registry/events.ts';
+export type { EventEnvelope, Subscriber } from './registry/events.ts';
+export { MAX_STEER_BYTES } from './registry/registry.ts';
+export type { SteerResult, InterruptResult, TailResult } from './registry/registry.ts';
+export type { Snapshot } from './registry/snapshot.ts';
+export { SubrunError, ErrorCode, isSubrunError } from './errors.ts';
+export { counterIds, randomIds } from './ids.ts';
+export type { IdMaker } from './ids.ts';
+export { systemClock } from './clock.ts';
+export type { Clock } from './clock.ts';
+export * from './delegation/types.ts';

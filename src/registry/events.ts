@@ -1,0 +1,152 @@
+// The in-process event bus. Topics are dot-separated; a subscription glob may use `*` for exactly
+// one segment and `**` for zero or more segments, anywhere. Subscriptions live in a segment trie,
+// so publishing costs the depth of the topic, not the number of subscribers.
+//
+// publish() is synchronous and never throws: a subscriber's exception is logged and dropped, and
+// an async subscriber is scheduled (its rejection is logged too). This keeps the runtime's atomic
+// steps atomic: nothing a subscriber does can interleave with, or abort, the publisher.
+import type { Logger } from '../log.ts';
+import { silentLogger } from '../log.ts';
+
+export interface EventEnvelope {
+  readonly type: string;
+  /** Unix seconds (float). */
+  readonly ts: number;
+  /** What produced the event (a subagent or delegation id, or `subrun`). */
+  readonly src: string;
+  readonly [field: string]: unknown;
+}
+
+export type Subscriber = (event: EventEnvelope) => void | Promise<void>;
+
+interface Subscription {
+  readonly order: number;
+  readonly fn: Subscriber;
+  readonly async: boolean;
+}
+
+class Node {
+  readonly children = new Map<string, Node>();
+  star: Node | undefined;
+  globstar: Node | undefined;
+  readonly subs = new Set<Subscription>();
+
+  get empty(): boolean {
+    return this.subs.size === 0 && this.children.size === 0 && !this.star && !this.globstar;
+  }
+}
+
+export interface EventBusOptions {
+  readonly logger?: Logger;
+  /** Unix milliseconds; stamps `ts` when a payload has none. */
+  readonly now?: () => number;
+  readonly src?: string;
+}
+
+export class EventBus {
+  readonly #root = new Node();
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #src: string;
+  #order = 0;
+
+  constructor(options: EventBusOptions = {}) {
+    this.#logger = options.logger ?? silentLogger;
+    this.#now = options.now ?? Date.now;
+    this.#src = options.src ?? 'subrun';
+  }
+
+  /** Subscribes `fn` to every topic matching `glob`; returns the unsubscribe function. */
+  subscribe(glob: string, fn: Subscriber): () => void {
+    const segments = glob.split('.');
+    let node = this.#root;
+    const path: Array<[Node, string]> = [];
+    for (const seg of segments) {
+      path.push([node, seg]);
+      node = this.#child(node, seg);
+    }
+    const sub: Subscription = { order: ++this.#order, fn, async: fn.constructor.name === 'AsyncFunction' };
+    node.subs.add(sub);
+    let active = true;
+    return () => {
+      if (!active) return;
+      active = false;
+      node.subs.delete(sub);
+      // Prune empty branches so churned subscriptions do not leave the trie growing.
+      for (let i = path.length - 1; i >= 0; i--) {
+        const [parent, seg] = path[i] as [Node, string];
+        const child = seg === '*' ? parent.star : seg === '**' ? parent.globstar : parent.children.get(seg);
+        if (!child || !child.empty) break;
+        if (seg === '*') parent.star = undefined;
+        else if (seg === '**') parent.globstar = undefined;
+        else parent.children.delete(seg);
+      }
+    };
+  }
+
+  /** Delivers `{type: topic, ts, src, ...payload}` to every matching subscriber. Never throws. */
+  publish(topic: string, payload: Record<string, unknown> = {}): EventEnvelope {
+    const event: EventEnvelope = {
+      type: topic,
+      ts: typeof payload.ts === 'number' ? payload.ts : this.#now() / 1000,
+      src: typeof payload.src === 'string' ? payload.src : this.#src,
+      ...payload,
+    };
+    let matched: Subscription[];
+    try {
+      const found = new Set<Subscription>();
+      this.#match(this.#root, topic.split('.'), 0, found);
+      matched = [...found].sort((a, b) => a.order - b.order);
+    } catch (err) {
+      this.#logger.error({ err, topic }, 'event matching failed');
+      return event;
+    }
+    for (const sub of matched) {
+      if (sub.async) {
+        queueMicrotask(() => this.#call(sub, event, topic));
+      } else {
+        this.#call(sub, event, topic);
+      }
+    }
+    return event;
+  }
+
+  #call(sub: Subscription, event: EventEnvelope, topic: string): void {
+    try {
+      const result = sub.fn(event);
+      if (result && typeof (result as Promise<void>).then === 'function') {
+        (result as Promise<void>).then(undefined, (err: unknown) => {
+          this.#logger.error({ err, topic }, 'event subscriber rejected');
+        });
+      }
+    } catch (err) {
+      this.#logger.error({ err, topic }, 'event subscriber threw');
+    }
+  }
+
+  #child(node: Node, seg: string): Node {
+    if (seg === '*') return (node.star ??= new Node());
+    if (seg === '**') return (node.globstar ??= new Node());
+    let child = node.children.get(seg);
+    if (!child) {
+      child = new Node();
+      node.children.set(seg, child);
+    }
+    return child;
+  }
+
+  #match(node: Node, segs: readonly string[], i: number, out: Set<Subscription>): void {
+    if (node.globstar) {
+      // `**` swallows zero or more segments: try the rest of the pattern at every suffix.
+      for (let j = i; j <= segs.length; j++) this.#match(node.globstar, segs, j, out);
+    }
+    if (i === segs.length) {
+      for (const s of node.subs) out.add(s);
+      return;
+    }
+    const seg = segs[i] as string;
+    const exact = node.children.get(seg);
+    if (exact) this.#match(exact, segs, i + 1, out);
+    if (node.star) this.#match(node.star, segs, i + 1, out);
+  }
+}

@@ -1,0 +1,112 @@
+// The registry's record of one child: identity, owner binding, live counters, its steer inbox,
+// transcript and abort controller. Mutable state lives here; the outside world only ever sees
+// snapshots (snapshot.ts), which are an allow-list of these fields.
+import { SteerInbox } from '../delegation/steering.ts';
+import { Transcript } from '../delegation/transcript.ts';
+import type { ChildStatus, CompletionEntry, Owner, Runner, ToolTraceItem } from '../delegation/types.ts';
+
+/** Why a child's signal was aborted. */
+export type StopReason = 'interrupt' | 'timeout';
+
+export interface ChildIdentity {
+  readonly subagent_id: string;
+  readonly parent_id: string | null;
+  readonly depth: number;
+  readonly delegation_id: string;
+  readonly task_index: number;
+  readonly task_count: number;
+  readonly goal: string;
+}
+
+export interface ChildInit extends ChildIdentity {
+  readonly context: string | undefined;
+  readonly runner: Runner;
+  readonly owner: Owner | undefined;
+  readonly parent: ChildRecord | null;
+  readonly timeout_ms: number | undefined;
+}
+
+export class ChildRecord {
+  readonly subagent_id: string;
+  readonly parent_id: string | null;
+  readonly depth: number;
+  readonly delegation_id: string;
+  readonly task_index: number;
+  readonly task_count: number;
+  readonly goal: string;
+  readonly context: string | undefined;
+  readonly runner: Runner;
+  readonly model: string;
+  /** Private: authority binding. Never copied into a snapshot, entry or event. */
+  readonly owner: Owner | undefined;
+  readonly parent: ChildRecord | null;
+  readonly timeout_ms: number | undefined;
+
+  status: ChildStatus = 'queued';
+  started_at: number | null = null;
+  finished_at: number | null = null;
+  tool_count = 0;
+  last_tool = '';
+  /** Last assistant text: an interrupted child's summary when its runner gives none. */
+  last_text = '';
+  readonly tool_trace: ToolTraceItem[] = [];
+  readonly inbox = new SteerInbox();
+  readonly transcript = new Transcript();
+  readonly abort = new AbortController();
+  stopReason: StopReason | undefined;
+  /** Live (not yet completed) children of this child. */
+  readonly liveChildren = new Set<ChildRecord>();
+  entry: CompletionEntry | undefined;
+  readonly done: Promise<CompletionEntry>;
+  #resolveDone!: (entry: CompletionEntry) => void;
+
+  constructor(init: ChildInit) {
+    this.subagent_id = init.subagent_id;
+    this.parent_id = init.parent_id;
+    this.depth = init.depth;
+    this.delegation_id = init.delegation_id;
+    this.task_index = init.task_index;
+    this.task_count = init.task_count;
+    this.goal = init.goal;
+    this.context = init.context;
+    this.runner = init.runner;
+    this.model = init.runner.model;
+    this.owner = init.owner;
+    this.parent = init.parent;
+    this.timeout_ms = init.timeout_ms;
+    this.done = new Promise((resolve) => (this.#resolveDone = resolve));
+  }
+
+  get identity(): ChildIdentity {
+    return {
+      subagent_id: this.subagent_id,
+      parent_id: this.parent_id,
+      depth: this.depth,
+      delegation_id: this.delegation_id,
+      task_index: this.task_index,
+      task_count: this.task_count,
+      goal: this.goal,
+    };
+  }
+
+  get accepting_steer(): boolean {
+    return this.inbox.accepting;
+  }
+
+  get finished(): boolean {
+    return this.entry !== undefined;
+  }
+
+  /** Aborts the child's signal once; false if it was already stopped or has finished. */
+  stop(reason: StopReason): boolean {
+    if (this.stopReason !== undefined || this.entry !== undefined) return false;
+    this.stopReason = reason;
+    this.abort.abort(reason);
+    return true;
+  }
+
+  settle(entry: CompletionEntry): void {
+    this.entry = entry;
+    this.#resolveDone(entry);
+  }
+}

@@ -1,0 +1,201 @@
+// The active-subagent registry: every live child by id, indexed by the session that owns it, plus
+// a bounded set of recently finished children per owner so a late list or tail still finds them.
+// Scoped calls carry the caller's authority ({session_id, generation}) and treat a foreign,
+// retired or unknown child the same way: not found, revealing nothing.
+import type { Scope, Steer } from '../delegation/types.ts';
+import { isFinalStatus } from '../delegation/types.ts';
+import type { IdMaker } from '../ids.ts';
+import type { ChildRecord } from './record.ts';
+import { toSnapshot, type Snapshot } from './snapshot.ts';
+
+/** Largest steer accepted, in UTF-8 bytes of the trimmed text. */
+export const MAX_STEER_BYTES = 32768;
+
+export type SteerRejection = 'not_found' | 'empty' | 'too_long' | 'not_accepting' | 'vetoed';
+
+export type SteerResult =
+  | { readonly status: 'queued'; readonly subagent_id: string; readonly text: string; readonly steer_id: string }
+  | { readonly status: 'rejected'; readonly subagent_id: string; readonly text: string; readonly reason: SteerRejection };
+
+export interface InterruptResult {
+  readonly found: boolean;
+  readonly subagent_id: string;
+  readonly interrupted: string[];
+}
+
+export interface TailResult {
+  readonly subagent_id: string;
+  readonly available: boolean;
+  readonly text: string;
+  readonly truncated: boolean;
+  readonly offset: number;
+}
+
+export interface ListOptions {
+  readonly include_finished?: boolean;
+}
+
+/** Called synchronously when a steer is about to be queued; throwing vetoes it. */
+export type SteerHook = (steer: Steer) => void;
+
+const LOCAL = '';
+
+export class Registry {
+  readonly #ids: IdMaker;
+  readonly #retainPerOwner: number;
+  readonly #live = new Map<string, ChildRecord>();
+  readonly #liveByOwner = new Map<string, Set<ChildRecord>>();
+  readonly #retained = new Map<string, ChildRecord>();
+  /** Per owner, finished ids oldest first; trimmed to #retainPerOwner. */
+  readonly #retainedOrder = new Map<string, string[]>();
+  readonly #steerHooks = new WeakMap<ChildRecord, SteerHook>();
+
+  constructor(ids: IdMaker, retainPerOwner: number) {
+    this.#ids = ids;
+    this.#retainPerOwner = retainPerOwner;
+  }
+
+  get liveCount(): number {
+    return this.#live.size;
+  }
+
+  add(record: ChildRecord, steerHook?: SteerHook): void {
+    this.#live.set(record.subagent_id, record);
+    const key = ownerKey(record);
+    let set = this.#liveByOwner.get(key);
+    if (!set) this.#liveByOwner.set(key, (set = new Set()));
+    set.add(record);
+    if (steerHook) this.#steerHooks.set(record, steerHook);
+  }
+
+  /** Moves a finished child from live to retained (dropping the oldest beyond the bound). */
+  retire(record: ChildRecord): void {
+    if (!this.#live.delete(record.subagent_id)) return;
+    const key = ownerKey(record);
+    const set = this.#liveByOwner.get(key);
+    set?.delete(record);
+    if (set && set.size === 0) this.#liveByOwner.delete(key);
+    if (this.#retainPerOwner <= 0) return;
+    this.#retained.set(record.subagent_id, record);
+    let order = this.#retainedOrder.get(key);
+    if (!order) this.#retainedOrder.set(key, (order = []));
+    order.push(record.subagent_id);
+    while (order.length > this.#retainPerOwner) {
+      const old = order.shift();
+      if (old !== undefined) this.#retained.delete(old);
+    }
+  }
+
+  /** A live or retained child, without any authority check (in-process use). */
+  get(subagent_id: string): ChildRecord | undefined {
+    return this.#live.get(subagent_id) ?? this.#retained.get(subagent_id);
+  }
+
+  /** A live or retained child that `scope` may see; undefined for unknown, foreign or retired. */
+  getScoped(scope: Scope | undefined, subagent_id: string): ChildRecord | undefined {
+    const r = this.get(subagent_id);
+    if (!r) return undefined;
+    if (scope === undefined) return r;
+    const o = r.owner;
+    return o && o.session_id === scope.session_id && o.generation === scope.generation ? r : undefined;
+  }
+
+  /** Snapshots of live children (all owners), plus retained finished ones if asked. */
+  list(options: ListOptions = {}): Snapshot[] {
+    const out: Snapshot[] = [];
+    for (const r of this.#live.values()) out.push(toSnapshot(r));
+    if (options.include_finished) for (const r of this.#retained.values()) out.push(toSnapshot(r));
+    return out;
+  }
+
+  /** Snapshots of the children `scope` may see, at every depth. */
+  listScoped(scope: Scope, options: ListOptions = {}): Snapshot[] {
+    const out: Snapshot[] = [];
+    const visible = (r: ChildRecord) => r.owner?.generation === scope.generation;
+    for (const r of this.#liveByOwner.get(scope.session_id) ?? []) if (visible(r)) out.push(toSnapshot(r));
+    if (options.include_finished) {
+      for (const id of this.#retainedOrder.get(scope.session_id) ?? []) {
+        const r = this.#retained.get(id);
+        if (r && visible(r)) out.push(toSnapshot(r));
+      }
+    }
+    return out;
+  }
+
+  /** Live records of one owner key (session id), every generation; for session teardown. */
+  liveOf(session_id: string): ChildRecord[] {
+    return [...(this.#liveByOwner.get(session_id) ?? [])];
+  }
+
+  liveRecords(): IterableIterator<ChildRecord> {
+    return this.#live.values();
+  }
+
+  tail(subagent_id: string, since?: number, scope?: Scope): TailResult {
+    const r = this.getScoped(scope, subagent_id);
+    if (!r) return { subagent_id, available: false, text: '', truncated: false, offset: 0 };
+    return { subagent_id, available: true, ...r.transcript.read(since) };
+  }
+
+  /**
+   * Queues `text` (trimmed) for the child. `queued` means accepted, not delivered: the child takes
+   * it at its next delivery point, or it comes back in the entry's `missed_steer`.
+   */
+  steer(subagent_id: string, rawText: string, scope?: Scope): SteerResult {
+    const text = typeof rawText === 'string' ? rawText.trim() : '';
+    const reject = (reason: SteerRejection): SteerResult => ({ status: 'rejected', subagent_id, text, reason });
+    if (text === '') return reject('empty');
+    if (Buffer.byteLength(text, 'utf8') > MAX_STEER_BYTES) return reject('too_long');
+    const r = this.getScoped(scope, subagent_id);
+    if (!r || r.finished) return reject('not_found');
+    if (!r.accepting_steer || isFinalStatus(r.status)) return reject('not_accepting');
+    const steer = r.inbox.push(this.#ids.steer(), text);
+    if (!steer) return reject('not_accepting');
+    const hook = this.#steerHooks.get(r);
+    if (hook) {
+      try {
+        hook(steer);
+      } catch {
+        r.inbox.withdraw(steer.steer_id);
+        return reject('vetoed');
+      }
+    }
+    return { status: 'queued', subagent_id, text, steer_id: steer.steer_id };
+  }
+
+  /** true means queued (not delivered). */
+  steerSubagent(subagent_id: string, text: string): boolean {
+    return this.steer(subagent_id, text).status === 'queued';
+  }
+
+  /**
+   * Stops the child and every live descendant (cooperatively: each ends at its next step boundary
+   * with status `interrupted`). `interrupted` lists the target, then the descendants it reached.
+   */
+  interrupt(subagent_id: string, scope?: Scope): InterruptResult {
+    const r = this.getScoped(scope, subagent_id);
+    if (!r || r.finished || !r.stop('interrupt')) return { found: false, subagent_id, interrupted: [] };
+    const interrupted = [r.subagent_id];
+    stopDescendants(r, interrupted);
+    return { found: true, subagent_id, interrupted };
+  }
+
+  interruptSubagent(subagent_id: string): boolean {
+    return this.interrupt(subagent_id).found;
+  }
+}
+
+/** Stops every live descendant of `r` (pre-order), appending the ids it newly stopped. */
+export function stopDescendants(r: ChildRecord, out: string[] = []): string[] {
+  const stack = [...r.liveChildren].reverse();
+  while (stack.length > 0) {
+    const c = stack.pop() as ChildRecord;
+    if (c.stop('interrupt')) out.push(c.subagent_id);
+    stack.push(...[...c.liveChildren].reverse());
+  }
+  return out;
+}
+
+function ownerKey(r: ChildRecord): string {
+  return r.owner?.session_id ?? LOCAL;
+}

@@ -1,0 +1,38 @@
+// The public view of a child: an allow-list of fields, built fresh on every call, so private
+// state (owner, runner, inbox) cannot leak into a reply or an event by accident.
+import type { ChildStatus } from '../delegation/types.ts';
+import type { ChildRecord } from './record.ts';
+
+export interface Snapshot {
+  readonly subagent_id: string;
+  readonly parent_id: string | null;
+  readonly depth: number;
+  readonly goal: string;
+  readonly delegation_id: string;
+  readonly model: string;
+  /** Unix seconds (float); null while queued. */
+  readonly started_at: number | null;
+  readonly status: ChildStatus;
+  readonly tool_count: number;
+  readonly last_tool: string;
+  readonly accepting_steer: boolean;
+  /** Only on finished children. */
+  readonly finished_at?: number;
+}
+
+export function toSnapshot(r: ChildRecord): Snapshot {
+  const snap: Snapshot = {
+    subagent_id: r.subagent_id,
+    parent_id: r.parent_id,
+    depth: r.depth,
+    goal: r.goal,
+    delegation_id: r.delegation_id,
+    model: r.model,
+    started_at: r.started_at === null ? null : r.started_at / 1000,
+    status: r.status,
+    tool_count: r.tool_count,
+    last_tool: r.last_tool,
+    accepting_steer: r.accepting_steer,
+  };
+  return r.finished_at === null ? snap : { ...snap, finished_at: r.finished_at / 1000 };
+}
