@@ -1,0 +1,176 @@
+// `subrun demo` (`npm start`): a parent delegates three scripted children at once, one of which
+// spawns a grandchild. While they run, a live roster shows each child's status, last tool and
+// tool count; the demo steers one child that takes the steer, steers one that finishes before it
+// can (its entry comes back with missed_steer), interrupts one subtree, and prints every entry.
+// No network, no keys; the scripted runner is deterministic, so the outcome is the same each run.
+import type { CompletionEntry } from './delegation/types.ts';
+import { createRuntime } from './index.ts';
+import type { Snapshot } from './registry/snapshot.ts';
+
+export interface DemoOptions {
+  /** Shorter pauses (for tests); the story is the same. */
+  readonly fast?: boolean;
+  readonly out?: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+export async function runDemo(options: DemoOptions = {}): Promise<number> {
+  const out = options.out ?? process.stdout;
+  const ms = (n: number) => (options.fast ? Math.round(n / 4) : n);
+  const runtime = createRuntime({ max_concurrent_children: 3, max_spawn_depth: 2 });
+  const log: string[] = [];
+  const entries = new Map<string, CompletionEntry>();
+  const roster = new Roster(out);
+  const say = (line: string) => {
+    log.push(line);
+    roster.draw(runtime.list({ include_finished: true }), log);
+  };
+
+  const handle = runtime.delegate([
+    {
+      goal: 'research: read the spec and take guidance',
+      agent: {
+        kind: 'scripted',
+        steps: [
+          { op: 'say', text: 'Reading the spec' },
+          { op: 'tool', name: 'read_file', args: { path: 'docs/spec.md' }, result: '412 lines', ms: ms(600) },
+          { op: 'say', text: 'Waiting for guidance' },
+          { op: 'wait_steer', timeout_ms: ms(5000) },
+          { op: 'tool', name: 'write_notes', args: { section: 5 }, ms: ms(500) },
+          { op: 'finish', summary: 'Notes on section 5 written, as the host asked' },
+        ],
+      },
+    },
+    {
+      goal: 'summarize: draft a summary',
+      agent: {
+        kind: 'scripted',
+        steps: [
+          { op: 'tool', name: 'summarize', args: { words: 200 }, ms: ms(500) },
+          { op: 'say', text: 'Drafting the summary' },
+          { op: 'sleep', ms: ms(1500) },
+          { op: 'finish', summary: 'A 200-word summary' },
+        ],
+      },
+    },
+    {
+      goal: 'crawl: index the site with a helper',
+      agent: {
+        kind: 'scripted',
+        steps: [
+          { op: 'tool', name: 'fetch_index', args: { url: 'https://example.test/' }, ms: ms(400) },
+          {
+            op: 'spawn',
+            tasks: [
+              {
+                goal: 'crawl page 2',
+                agent: { kind: 'scripted', steps: [{ op: 'tool', name: 'fetch_page', args: { page: 2 }, ms: ms(300) }, { op: 'hang' }] },
+              },
+            ],
+          },
+          { op: 'say', text: 'never reached: the subtree is interrupted' },
+        ],
+      },
+    },
+  ]);
+  const [research, summarize, crawl] = handle.subagent_ids as [string, string, string];
+  say(`delegated ${handle.subagent_ids.length} children (${handle.delegation_id})`);
+
+  const timers: NodeJS.Timeout[] = [];
+  const later = (delay: number, fn: () => void) => timers.push(setTimeout(fn, ms(delay)));
+  const stop = runtime.events.subscribe('subagent.**', (e) => {
+    const id = String(e.subagent_id);
+    if (e.type === 'subagent.text' && id === research && e.text === 'Waiting for guidance') {
+      later(300, () => steer(research, 'Focus on section 5 (steering) and skip the appendix.'));
+    }
+    if (e.type === 'subagent.text' && id === summarize && e.text === 'Drafting the summary') {
+      // Its only delivery point (after the tool) is behind it: this steer cannot land.
+      later(200, () => steer(summarize, 'Keep it under 100 words.'));
+    }
+    if (e.type === 'subagent.tool' && e.parent_id === crawl) {
+      later(600, () => {
+        const r = runtime.interrupt(crawl);
+        say(`interrupt ${crawl}: found=${r.found}, stopped [${r.interrupted.join(', ')}]`);
+      });
+    }
+    if (e.type === 'subagent.steer.delivered') say(`delivered to ${id}: ${JSON.stringify(e.text)} (${String(e.steer_id)})`);
+    if (e.type === 'subagent.complete') {
+      const entry = e.entry as CompletionEntry;
+      entries.set(id, entry);
+      say(`${id} finished: ${entry.status}${entry.missed_steer ? ' (with missed_steer)' : ''}`);
+    }
+  });
+  const steer = (id: string, text: string) => {
+    const r = runtime.steer(id, text);
+    say(`steer ${id}: ${r.status}${r.status === 'queued' ? ` as ${r.steer_id} (accepted, not yet delivered)` : ''}`);
+  };
+
+  const ticker = setInterval(() => roster.draw(runtime.list({ include_finished: true }), log), 200);
+  const results = await handle.results;
+  clearInterval(ticker);
+  for (const t of timers) clearTimeout(t);
+  stop();
+  roster.draw(runtime.list({ include_finished: true }), log, true);
+
+  out.write('\nCompletion entries (the parent gets the first three; the grandchild\'s went to its parent):\n');
+  for (const entry of [...results, ...[...entries.values()].filter((e) => !results.includes(e))]) {
+    out.write(`${JSON.stringify(entry, null, 2)}\n`);
+  }
+  const ok =
+    results[0]?.status === 'completed' &&
+    results[1]?.missed_steer !== undefined &&
+    results[2]?.status === 'interrupted' &&
+    [...entries.values()].every((e) => e.status !== 'error');
+  return ok ? 0 : 1;
+}
+
+/** Draws the roster; on a terminal it redraws in place, elsewhere it prints only on change. */
+class Roster {
+  readonly #out: NodeJS.WritableStream & { isTTY?: boolean };
+  #lines = 0;
+  #last = '';
+
+  constructor(out: NodeJS.WritableStream & { isTTY?: boolean }) {
+    this.#out = out;
+  }
+
+  draw(children: Snapshot[], log: readonly string[], final = false): void {
+    const rows = [...children].sort((a, b) => (a.started_at ?? Infinity) - (b.started_at ?? Infinity) || a.depth - b.depth);
+    const ordered = treeOrder(rows);
+    const lines = [
+      'subagent            status       tools  last tool     goal',
+      ...ordered.map(
+        (s) =>
+          `${pad(`${'  '.repeat(s.depth)}${s.subagent_id}`, 19)} ${pad(s.status + (s.accepting_steer ? '' : '*'), 12)} ${pad(String(s.tool_count), 6)} ${pad(s.last_tool || '-', 13)} ${s.goal}`,
+      ),
+      '(* = no longer accepting steers)',
+      ...log.slice(-8).map((l) => `  ${l}`),
+    ];
+    const text = lines.join('\n');
+    if (this.#out.isTTY) {
+      if (this.#lines > 0) this.#out.write(`\x1b[${this.#lines}A\x1b[J`);
+      this.#out.write(`${text}\n`);
+      this.#lines = lines.length;
+    } else if (text !== this.#last || final) {
+      this.#out.write(`${text}\n\n`);
+    }
+    this.#last = text;
+  }
+}
+
+function treeOrder(rows: Snapshot[]): Snapshot[] {
+  const byParent = new Map<string | null, Snapshot[]>();
+  for (const r of rows) byParent.set(r.parent_id, [...(byParent.get(r.parent_id) ?? []), r]);
+  const out: Snapshot[] = [];
+  const visit = (parent: string | null) => {
+    for (const r of byParent.get(parent) ?? []) {
+      out.push(r);
+      visit(r.subagent_id);
+    }
+  };
+  visit(null);
+  return out;
+}
+
+function pad(s: string, n: number): string {
+  return s.length >= n ? s : s + ' '.repeat(n - s.length);
+}
