@@ -83,8 +83,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
       later(300, () => steer(research, 'Focus on section 5 (steering) and skip the appendix.'));
     }
     if (e.type === 'subagent.text' && id === summarize && e.text === 'Drafting the summary') {
-      // Its only delivery point (after the tool) is behind it: this steer cannot land.
-      later(200, () => steer(summarize, 'Keep it under 100 words.'));
+      // Its only delivery point (after the tool) is behind it and only a sleep and the finish
+      // remain: this steer is accepted but cannot land, whatever the timing.
+      steer(summarize, 'Keep it under 100 words.');
     }
     if (e.type === 'subagent.tool' && e.parent_id === crawl) {
       later(600, () => {

@@ -11,7 +11,8 @@ export interface TailSlice {
   readonly offset: number;
 }
 
-const decoder = new TextDecoder('utf-8');
+// ignoreBOM: a leading U+FEFF is text the child wrote; the default decoder would silently drop it.
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 const encoder = new TextEncoder();
 
 export class Transcript {

@@ -1,0 +1,110 @@
+// Schemas of the objects subrun puts on the wire (protocol sections 4, 5 and 8): snapshots,
+// completion entries, tail/steer/interrupt results and events. The in-process API returns the
+// same objects; tests hold the runtime's output and the docs' JSON examples to these schemas.
+import { z } from 'zod';
+
+const id = z.string().min(1);
+const unixSeconds = z.number().nonnegative();
+
+export const finalStatusSchema = z.enum(['completed', 'interrupted', 'failed', 'error', 'timeout']);
+export const childStatusSchema = z.enum(['queued', 'running', 'completed', 'interrupted', 'failed', 'error', 'timeout']);
+
+export const snapshotSchema = z.strictObject({
+  subagent_id: id,
+  parent_id: id.nullable(),
+  depth: z.number().int().nonnegative(),
+  goal: z.string(),
+  delegation_id: id,
+  model: z.string(),
+  started_at: unixSeconds.nullable(),
+  status: childStatusSchema,
+  tool_count: z.number().int().nonnegative(),
+  last_tool: z.string(),
+  accepting_steer: z.boolean(),
+  finished_at: unixSeconds.optional(),
+});
+
+export const completionEntrySchema = z.strictObject({
+  task_index: z.number().int().nonnegative(),
+  subagent_id: id,
+  status: finalStatusSchema,
+  exit_reason: z.string(),
+  summary: z.string(),
+  error: z.string().optional(),
+  api_calls: z.number().int().nonnegative(),
+  duration_seconds: z.number().nonnegative(),
+  model: z.string(),
+  tokens: z.strictObject({ input: z.number().int().nonnegative(), output: z.number().int().nonnegative() }),
+  tool_trace: z.array(z.strictObject({ tool: z.string(), status: z.enum(['ok', 'error', 'running']) })),
+  missed_steer: z.string().optional(),
+});
+
+export const tailResultSchema = z.strictObject({
+  subagent_id: id,
+  available: z.boolean(),
+  text: z.string(),
+  truncated: z.boolean(),
+  offset: z.number().int().nonnegative(),
+});
+
+export const steerResultSchema = z.union([
+  z.strictObject({ status: z.literal('queued'), subagent_id: id, text: z.string(), steer_id: id }),
+  z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string() }),
+]);
+
+export const interruptResultSchema = z.strictObject({
+  found: z.boolean(),
+  subagent_id: id,
+  interrupted: z.array(id),
+});
+
+const identity = {
+  subagent_id: id,
+  parent_id: id.nullable(),
+  depth: z.number().int().nonnegative(),
+  delegation_id: id,
+  task_index: z.number().int().nonnegative(),
+  task_count: z.number().int().positive(),
+  goal: z.string(),
+};
+
+/** Event payloads by type (protocol section 8). */
+export const eventPayloadSchemas = {
+  'delegation.dispatched': z.strictObject({ delegation_id: id, subagent_ids: z.array(id), count: z.number().int().positive() }),
+  'delegation.complete': z.strictObject({ delegation_id: id, results: z.array(completionEntrySchema) }),
+  'subagent.spawn_requested': z.strictObject(identity),
+  'subagent.start': z.strictObject(identity),
+  'subagent.thinking': z.strictObject({ ...identity, text: z.string() }),
+  'subagent.text': z.strictObject({ ...identity, text: z.string() }),
+  'subagent.tool': z.strictObject({ ...identity, tool_name: z.string(), preview: z.string(), tool_count: z.number().int().positive() }),
+  'subagent.steer.delivered': z.strictObject({ ...identity, steer_id: id, text: z.string() }),
+  'subagent.complete': z.strictObject({ ...identity, entry: completionEntrySchema }),
+} as const;
+
+export type EventType = keyof typeof eventPayloadSchemas;
+export const EVENT_TYPES = Object.keys(eventPayloadSchemas).sort() as EventType[];
+
+/** An in-process bus event: `{type, ts, src, ...payload}`. */
+export function parseBusEvent(value: unknown): { type: EventType } & Record<string, unknown> {
+  const head = z.looseObject({ type: z.enum(EVENT_TYPES as [EventType, ...EventType[]]), ts: unixSeconds, src: z.string() }).parse(value);
+  const { type: _t, ts: _ts, src: _src, ...payload } = value as Record<string, unknown>;
+  eventPayloadSchemas[head.type].parse(payload);
+  return value as { type: EventType } & Record<string, unknown>;
+}
+
+/** A wire event notification's params: `{type, session_id, seq, ts, payload}`. */
+export const wireEventSchema = z
+  .strictObject({
+    type: z.string(),
+    session_id: z.string().nullable(),
+    seq: z.number().int().nonnegative(),
+    ts: unixSeconds,
+    payload: z.record(z.string(), z.unknown()),
+  })
+  .superRefine((e, ctx) => {
+    if (e.type === 'gateway.ready') return;
+    const schema = (eventPayloadSchemas as Record<string, z.ZodType>)[e.type];
+    if (!schema) return ctx.addIssue({ code: 'custom', message: `unknown event type ${e.type}`, path: ['type'] });
+    const r = schema.safeParse(e.payload);
+    if (!r.success) for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: ['payload', ...i.path.map(String)] });
+  });
