@@ -1,46 +1,58 @@
-// `subrun` command line: parses the command and its flags, runs it, and maps failures to a
-// one-line reason and an exit code (2 for bad usage). Nothing else lives here.
+// `subrun` command line: picks the command, runs it, and maps failures to a one-line reason and
+// an exit code (2 for bad usage, 1 for a failed call). Nothing else lives here.
+import { UsageError } from './cli-options.ts';
+import { call, watch } from './client.ts';
 import { runDemo } from './demo.ts';
+import { serve } from './serve.ts';
 import { VERSION } from './version.ts';
 
 const USAGE = `usage: subrun <command> [options]
 
 commands:
-  demo        run the scripted demo: three children, a grandchild, steering and an interrupt
-  --version   print the version
-  --help      this text
+  demo                         the scripted demo: three children, a grandchild, steering, an interrupt
+  serve --stdio | --ws         the JSON-RPC server (see docs/protocol.md for every option)
+  call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
+  watch                        print a session's events as they come
+  --version                    print the version
+
+client options (call, watch): --url URL (SUBRUN_URL, default ws://127.0.0.1:8787/),
+  --token T (SUBRUN_TOKEN), --session ID --key KEY (attach to a session first)
 `;
 
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
-  switch (command) {
-    case '--version':
-    case '-v':
-      process.stdout.write(`${VERSION}\n`);
-      return 0;
-    case undefined:
-    case '--help':
-    case '-h':
-    case 'help':
-      process.stdout.write(USAGE);
-      return command === undefined ? 2 : 0;
-    case 'demo':
-      return runDemo({ fast: rest.includes('--fast') });
-    default:
-      process.stderr.write(`subrun: unknown command ${JSON.stringify(command)}\n${USAGE}`);
-      return 2;
+  try {
+    switch (command) {
+      case '--version':
+      case '-v':
+        process.stdout.write(`${VERSION}\n`);
+        return 0;
+      case undefined:
+      case '--help':
+      case '-h':
+      case 'help':
+        process.stdout.write(USAGE);
+        return command === undefined ? 2 : 0;
+      case 'demo':
+        return await runDemo({ fast: rest.includes('--fast') });
+      case 'serve':
+        return await serve(rest);
+      case 'call':
+        return await call(rest);
+      case 'watch':
+        return await watch(rest);
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(command)}; try subrun --help`);
+    }
+  } catch (err) {
+    process.stderr.write(`subrun: ${err instanceof Error ? err.message : String(err)}\n`);
+    return err instanceof UsageError ? 2 : 1;
   }
 }
 
 // Run directly (`tsx src/cli.ts ...`), not when imported by bin/subrun.js or a test.
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      process.stderr.write(`subrun: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
+  void main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
 }

@@ -5,6 +5,7 @@ export interface IdMaker {
   subagent(): string;
   delegation(): string;
   steer(): string;
+  session(): string;
 }
 
 // Lower-case alphanumerics: ids stay readable in a terminal and safe in URLs and file names.
@@ -14,6 +15,7 @@ export const randomIds: IdMaker = {
   subagent: () => `sa_${random()}`,
   delegation: () => `dg_${random()}`,
   steer: () => `st_${random()}`,
+  session: () => `ses_${random()}`,
 };
 
 /** Deterministic ids (`sa_1`, `sa_2`, ...) for tests and reproducible demos. */
@@ -23,5 +25,6 @@ export function counterIds(): IdMaker {
     subagent: () => `sa_${++n}`,
     delegation: () => `dg_${++n}`,
     steer: () => `st_${++n}`,
+    session: () => `ses_${++n}`,
   };
 }

@@ -3,6 +3,7 @@
 // The order at the end is the steer promise: seal (stop accepting + take leftovers, one
 // synchronous step) -> wait for descendants' entries -> the entry and its event.
 import { sleep } from '../clock.ts';
+import { ErrorCode, SubrunError } from '../errors.ts';
 import type { ChildRecord } from '../registry/record.ts';
 import { stopDescendants } from '../registry/registry.ts';
 import { buildCompletionEntry } from './completion.ts';
@@ -279,7 +280,12 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
       markDelivered(record.inbox.confirm(steers));
     },
     steerArrived: () => record.inbox.waitForSteer(signal),
-    delegate: (tasks, options = {}) => core.spawn(record, tasks, options, record.owner),
+    delegate(tasks, options = {}) {
+      // Inert like everything else once the child finished: a late spawn would put an orphan
+      // (and its events) after this child's entry.
+      if (!open) throw new SubrunError(ErrorCode.RuntimeClosed, `subagent ${id} has finished; it can no longer delegate`);
+      return core.spawn(record, tasks, options, record.owner);
+    },
   };
   return {
     ctx,

@@ -19,10 +19,15 @@ export class SteerInbox {
     return this.#queued.length;
   }
 
-  /** Queues a steer; false (and nothing changes) once sealed. */
-  push(steer_id: string, text: string): Steer | null {
+  /**
+   * Queues a steer; null (and nothing changes) once sealed. `veto` sees the steer before it is
+   * queued or any waiter is woken; if it throws, nothing changes and the error propagates.
+   */
+  push(steer_id: string, text: string, veto?: (steer: Steer) => void): Steer | null {
     if (this.#sealed) return null;
-    const steer: Steer = { steer_id, text, seq: ++this.#seq };
+    const steer: Steer = { steer_id, text, seq: this.#seq + 1 };
+    veto?.(steer);
+    this.#seq = steer.seq;
     this.#queued.push(steer);
     const waiters = this.#waiters;
     this.#waiters = [];

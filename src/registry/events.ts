@@ -86,12 +86,14 @@ export class EventBus {
 
   /** Delivers `{type: topic, ts, src, ...payload}` to every matching subscriber. Never throws. */
   publish(topic: string, payload: Record<string, unknown> = {}): EventEnvelope {
-    const event: EventEnvelope = {
+    const head = {
       type: topic,
       ts: typeof payload.ts === 'number' ? payload.ts : this.#now() / 1000,
       src: typeof payload.src === 'string' ? payload.src : this.#src,
-      ...payload,
     };
+    // The payload must not override the topic or put a wrongly typed ts/src into the envelope;
+    // assigning `head` last keeps its keys first and its values authoritative.
+    const event: EventEnvelope = Object.assign({ ...head }, payload, head);
     let matched: Subscription[];
     try {
       const found = new Set<Subscription>();

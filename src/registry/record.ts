@@ -97,9 +97,13 @@ export class ChildRecord {
     return this.entry !== undefined;
   }
 
-  /** Aborts the child's signal once; false if it was already stopped or has finished. */
+  /**
+   * Aborts the child's signal once; false if it was already stopped, has finished, or is finishing
+   * (its inbox is sealed: the outcome is decided, so a late stop would be reported as an interrupt
+   * that never happened).
+   */
   stop(reason: StopReason): boolean {
-    if (this.stopReason !== undefined || this.entry !== undefined) return false;
+    if (this.stopReason !== undefined || this.entry !== undefined || !this.inbox.accepting) return false;
     this.stopReason = reason;
     this.abort.abort(reason);
     return true;

@@ -149,17 +149,15 @@ export class Registry {
     const r = this.getScoped(scope, subagent_id);
     if (!r || r.finished) return reject('not_found');
     if (!r.accepting_steer || isFinalStatus(r.status)) return reject('not_accepting');
-    const steer = r.inbox.push(this.#ids.steer(), text);
-    if (!steer) return reject('not_accepting');
-    const hook = this.#steerHooks.get(r);
-    if (hook) {
-      try {
-        hook(steer);
-      } catch {
-        r.inbox.withdraw(steer.steer_id);
-        return reject('vetoed');
-      }
+    // The hook runs inside push, before the steer is queued or wakes a waiting runner: a vetoed
+    // steer must leave no trace (not even an early end of a wait_steer).
+    let steer;
+    try {
+      steer = r.inbox.push(this.#ids.steer(), text, this.#steerHooks.get(r));
+    } catch {
+      return reject('vetoed');
     }
+    if (!steer) return reject('not_accepting');
     return { status: 'queued', subagent_id, text, steer_id: steer.steer_id };
   }
 

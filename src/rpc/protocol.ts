@@ -108,3 +108,75 @@ export const wireEventSchema = z
     const r = schema.safeParse(e.payload);
     if (!r.success) for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: ['payload', ...i.path.map(String)] });
   });
+
+// ---- method params (validated once, at the boundary; unknown params are ignored) ----
+
+const loose = z.looseObject;
+/** Checked by the handler in the protocol's order (4000, 4002/4003, 4001), so typed loosely here. */
+const anyField = z.unknown().optional();
+
+export const wireTaskSchema = loose({
+  goal: z.unknown(),
+  context: z.unknown().optional(),
+  agent: z.unknown().optional(),
+});
+
+export const paramsSchemas = {
+  'server.info': loose({}),
+  'session.create': loose({ title: z.string().max(512).optional() }),
+  'session.attach': loose({ session_id: anyField, session_key: anyField }),
+  'session.detach': loose({ session_id: anyField }),
+  'session.reset': loose({ session_id: anyField }),
+  'session.close': loose({ session_id: anyField }),
+  'delegation.spawn': loose({
+    session_id: anyField,
+    tasks: anyField,
+    timeout_ms: z.number().int().positive().optional(),
+  }),
+  'delegation.result': loose({ session_id: anyField, delegation_id: anyField }),
+  'delegation.status': loose({ session_id: anyField }),
+  'delegation.pause': loose({ session_id: anyField, paused: z.boolean().optional() }),
+  'subagent.list': loose({ session_id: anyField, include_finished: z.boolean().optional() }),
+  'subagent.tail': loose({ session_id: anyField, subagent_id: anyField, since: z.number().int().nonnegative().optional() }),
+  'subagent.steer': loose({ session_id: anyField, subagent_id: anyField, text: anyField }),
+  'subagent.interrupt': loose({ session_id: anyField, subagent_id: anyField }),
+} as const;
+
+export type MethodName = keyof typeof paramsSchemas;
+export type ParamsOf<M extends MethodName> = z.output<(typeof paramsSchemas)[M]>;
+
+// ---- method results (tests hold every reply to these) ----
+
+export const resultSchemas = {
+  'server.info': z.strictObject({
+    name: z.string(),
+    version: z.string(),
+    protocol_version: z.literal(1),
+    methods: z.array(z.string()),
+    events: z.array(z.string()),
+    limits: z.record(z.string(), z.number()),
+  }),
+  'session.create': z.strictObject({ session_id: id, session_key: z.string().min(16), generation: z.number().int().positive() }),
+  'session.attach': z.strictObject({ session_id: id, generation: z.number().int().positive(), live_subagents: z.number().int().nonnegative() }),
+  'session.detach': z.strictObject({ detached: z.literal(true) }),
+  'session.reset': z.strictObject({ session_id: id, generation: z.number().int().positive() }),
+  'session.close': z.strictObject({ closed: z.literal(true), interrupted: z.number().int().nonnegative() }),
+  'delegation.spawn': z.strictObject({ status: z.literal('dispatched'), delegation_id: id, subagent_ids: z.array(id), count: z.number().int().positive() }),
+  'delegation.result': z.strictObject({ delegation_id: id, done: z.boolean(), results: z.array(completionEntrySchema) }),
+  'delegation.status': z.strictObject({
+    active: z.array(snapshotSchema),
+    paused: z.boolean(),
+    max_spawn_depth: z.number().int().positive(),
+    max_concurrent_children: z.number().int().positive(),
+  }),
+  'delegation.pause': z.strictObject({ paused: z.boolean() }),
+  'subagent.list': z.strictObject({ subagents: z.array(snapshotSchema), delegations: z.array(z.never()) }),
+  'subagent.tail': tailResultSchema,
+  'subagent.steer': steerResultSchema,
+  'subagent.interrupt': interruptResultSchema,
+} as const satisfies Record<MethodName, z.ZodType>;
+
+export const gatewayReadyPayloadSchema = z.strictObject({
+  protocol_version: z.literal(1),
+  server: z.strictObject({ name: z.string(), version: z.string() }),
+});

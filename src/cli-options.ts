@@ -1,0 +1,81 @@
+// Command-line flags with environment twins (a flag wins over its twin). A bad value is a
+// UsageError with a one-line reason; the CLI prints it and exits 2.
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export interface FlagSpec {
+  readonly flag: string;
+  readonly env?: string;
+  readonly kind: 'int' | 'string' | 'bool' | 'list';
+  /** Inclusive bounds for ints. */
+  readonly min?: number;
+  readonly max?: number;
+}
+
+export type FlagValues = Record<string, number | string | boolean | string[] | undefined>;
+
+/** Parses `argv` against `specs`; returns values keyed by flag name (without dashes) and positionals. */
+export function parseFlags(
+  argv: readonly string[],
+  specs: readonly FlagSpec[],
+  env: NodeJS.ProcessEnv = process.env,
+): { values: FlagValues; positionals: string[] } {
+  const byFlag = new Map(specs.map((s) => [s.flag, s]));
+  const raw = new Map<string, string[]>();
+  const positionals: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (!arg.startsWith('--')) {
+      positionals.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
+    const spec = byFlag.get(name);
+    if (!spec) throw new UsageError(`unknown option --${name}`);
+    let value: string;
+    if (spec.kind === 'bool' && eq < 0) value = 'true';
+    else if (eq >= 0) value = arg.slice(eq + 1);
+    else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new UsageError(`--${name} needs a value`);
+      value = next;
+      i++;
+    }
+    raw.set(name, [...(raw.get(name) ?? []), value]);
+  }
+  const values: FlagValues = {};
+  for (const spec of specs) {
+    const fromFlag = raw.get(spec.flag);
+    const fromEnv = spec.env !== undefined ? env[spec.env] : undefined;
+    const source = fromFlag ? `--${spec.flag}` : spec.env;
+    const texts = fromFlag ?? (fromEnv !== undefined && fromEnv !== '' ? [fromEnv] : undefined);
+    if (!texts) continue;
+    values[spec.flag] = convert(spec, texts, source ?? spec.flag);
+  }
+  return { values, positionals };
+}
+
+function convert(spec: FlagSpec, texts: string[], source: string): number | string | boolean | string[] {
+  const last = texts[texts.length - 1] as string;
+  switch (spec.kind) {
+    case 'bool':
+      if (!/^(true|false|1|0)$/.test(last)) throw new UsageError(`${source} must be true or false, got ${JSON.stringify(last)}`);
+      return last === 'true' || last === '1';
+    case 'string':
+      if (last === '') throw new UsageError(`${source} must not be empty`);
+      return last;
+    case 'list':
+      return texts.flatMap((t) => t.split(',')).map((s) => s.trim()).filter((s) => s !== '');
+    case 'int': {
+      const min = spec.min ?? 0;
+      const max = spec.max ?? Number.MAX_SAFE_INTEGER;
+      if (!/^\d+$/.test(last) || Number(last) < min || Number(last) > max) {
+        throw new UsageError(`${source} must be an integer from ${min} to ${max}, got ${JSON.stringify(last)}`);
+      }
+      return Number(last);
+    }
+  }
+}

@@ -1,0 +1,42 @@
+// What a method handler gets: the runtime, the authority model, the delegation ledger, the
+// server's limits, and the transport the request arrived on (the only source of authority).
+import type { z } from 'zod';
+import type { Runtime } from '../runtime.ts';
+import type { DelegationLedger } from './delegation-ledger.ts';
+import type { SessionStore } from './sessions.ts';
+
+export interface ServerLimits {
+  readonly max_message_bytes: number;
+  readonly park_ttl_ms: number;
+  readonly max_concurrent_children: number;
+  readonly max_spawn_depth: number;
+  readonly max_steer_bytes: number;
+  readonly tail_window_bytes: number;
+}
+
+export interface ServerState {
+  readonly runtime: Runtime;
+  readonly sessions: SessionStore;
+  readonly ledger: DelegationLedger;
+  readonly limits: ServerLimits;
+  readonly info: { readonly name: string; readonly version: string };
+  /** Set once shutdown began: no new work is accepted. */
+  readonly draining: boolean;
+  methodNames(): string[];
+  eventTypes(): string[];
+}
+
+export interface CallContext {
+  readonly server: ServerState;
+  /** The id of the connection the request arrived on. */
+  readonly transport: string;
+}
+
+export interface MethodDef<S extends z.ZodType = z.ZodType> {
+  readonly params: S;
+  handle(params: z.output<S>, ctx: CallContext): unknown;
+}
+
+export function defineMethod<S extends z.ZodType>(params: S, handle: (params: z.output<S>, ctx: CallContext) => unknown): MethodDef {
+  return { params, handle: handle as MethodDef['handle'] };
+}

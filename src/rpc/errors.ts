@@ -1,0 +1,77 @@
+// Wire errors: numeric JSON-RPC codes. toRpcError() is the ONE place where anything thrown inside
+// the server becomes a wire error; a stack never leaves the process.
+import { z } from 'zod';
+import { ErrorCode, isSubrunError, type Issue } from '../errors.ts';
+
+export const RpcCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  /** Implementation-defined server error: the server is shutting down. */
+  ShuttingDown: -32000,
+  IdRequired: 4000,
+  NotOwned: 4001,
+  TextRequired: 4002,
+  TextTooLong: 4003,
+  DelegationNotFound: 4004,
+  SpawnPaused: 4011,
+  TooManyTasks: 4012,
+} as const;
+export type RpcCode = (typeof RpcCode)[keyof typeof RpcCode];
+
+export const NOT_OWNED_MESSAGE = 'session not found or not owned by this transport';
+
+export class RpcError extends Error {
+  override readonly name = 'RpcError';
+  readonly code: number;
+  readonly data: unknown;
+
+  constructor(code: number, message: string, data?: unknown) {
+    super(message);
+    this.code = code;
+    this.data = data;
+  }
+
+  toJSON(): { code: number; message: string; data?: unknown } {
+    return this.data === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, data: this.data };
+  }
+}
+
+export const notOwned = () => new RpcError(RpcCode.NotOwned, NOT_OWNED_MESSAGE);
+
+export function invalidParams(issues: readonly Issue[]): RpcError {
+  const first = issues[0];
+  const message = first ? `invalid params: ${first.path || 'params'}: ${first.message}` : 'invalid params';
+  return new RpcError(RpcCode.InvalidParams, message, { issues });
+}
+
+export function zodIssues(error: z.ZodError): Issue[] {
+  return error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+}
+
+/** Converts anything thrown by a handler into the error the caller sees. */
+export function toRpcError(err: unknown, log?: (err: unknown) => void): RpcError {
+  if (err instanceof RpcError) return err;
+  if (err instanceof z.ZodError) return invalidParams(zodIssues(err));
+  if (isSubrunError(err)) {
+    switch (err.code) {
+      case ErrorCode.TasksRequired:
+        return new RpcError(RpcCode.IdRequired, 'tasks required');
+      case ErrorCode.TooManyTasks:
+        return new RpcError(RpcCode.TooManyTasks, 'too many tasks', { detail: err.message });
+      case ErrorCode.SpawnPaused:
+        return new RpcError(RpcCode.SpawnPaused, 'spawning is paused');
+      case ErrorCode.InvalidTasks:
+      case ErrorCode.InvalidOptions:
+        return invalidParams(err.issues.length > 0 ? err.issues : [{ path: '', message: err.message }]);
+      case ErrorCode.RuntimeClosed:
+        return new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
+      default:
+        break;
+    }
+  }
+  log?.(err);
+  return new RpcError(RpcCode.InternalError, 'Internal error');
+}

@@ -1,0 +1,49 @@
+// delegation.* : spawn, result, status, pause.
+import { defineMethod, type MethodDef } from '../context.ts';
+import { RpcCode, RpcError } from '../errors.ts';
+import { paramsSchemas } from '../protocol.ts';
+import { requireId } from './checks.ts';
+
+export const delegationMethods: Record<string, MethodDef> = {
+  'delegation.spawn': defineMethod(paramsSchemas['delegation.spawn'], (p, { server, transport }) => {
+    if (!Array.isArray(p.tasks) || p.tasks.length === 0) throw new RpcError(RpcCode.IdRequired, 'tasks required');
+    const s = server.sessions.authorize(p.session_id, transport);
+    if (server.draining) throw new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
+    // Only the JSON fields of a task cross the wire; a `runner` key is not a way in.
+    const tasks = (p.tasks as unknown[]).map((t) =>
+      typeof t === 'object' && t !== null && !Array.isArray(t) ? { ...(t as Record<string, unknown>), runner: undefined } : t,
+    );
+    const handle = server.runtime.delegate(tasks as never, {
+      timeout_ms: p.timeout_ms,
+      owner: { session_id: s.session_id, transport, generation: s.generation },
+    });
+    // The entries arrive as events and through delegation.result; nobody awaits this promise.
+    handle.results.catch(() => undefined);
+    return { status: 'dispatched', delegation_id: handle.delegation_id, subagent_ids: [...handle.subagent_ids], count: handle.subagent_ids.length };
+  }),
+
+  'delegation.result': defineMethod(paramsSchemas['delegation.result'], (p, { server, transport }) => {
+    const delegation_id = requireId(p.delegation_id, 'delegation_id');
+    const s = server.sessions.authorize(p.session_id, transport);
+    const d = server.ledger.get(s.session_id, s.generation, delegation_id);
+    if (!d) throw new RpcError(RpcCode.DelegationNotFound, 'delegation not found');
+    return { delegation_id, done: d.done, results: d.results };
+  }),
+
+  'delegation.status': defineMethod(paramsSchemas['delegation.status'], (p, { server, transport }) => {
+    const s = server.sessions.authorize(p.session_id, transport);
+    return {
+      active: server.runtime.scoped.list(server.sessions.scopeOf(s)),
+      paused: server.runtime.isPaused(s.session_id),
+      max_spawn_depth: server.limits.max_spawn_depth,
+      max_concurrent_children: server.limits.max_concurrent_children,
+    };
+  }),
+
+  'delegation.pause': defineMethod(paramsSchemas['delegation.pause'], (p, { server, transport }) => {
+    const s = server.sessions.authorize(p.session_id, transport);
+    const paused = p.paused ?? true;
+    server.runtime.setPaused(s.session_id, paused);
+    return { paused };
+  }),
+};

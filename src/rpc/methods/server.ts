@@ -1,0 +1,14 @@
+// server.info : what this server is and what it speaks.
+import { defineMethod, type MethodDef } from '../context.ts';
+import { paramsSchemas } from '../protocol.ts';
+
+export const serverMethods: Record<string, MethodDef> = {
+  'server.info': defineMethod(paramsSchemas['server.info'], (_p, { server }) => ({
+    name: server.info.name,
+    version: server.info.version,
+    protocol_version: 1,
+    methods: server.methodNames(),
+    events: server.eventTypes(),
+    limits: { ...server.limits },
+  })),
+};

@@ -1,0 +1,35 @@
+// session.* : create, attach, detach, reset, close. The authority model itself is sessions.ts.
+import { defineMethod, type MethodDef } from '../context.ts';
+import { paramsSchemas } from '../protocol.ts';
+
+export const sessionMethods: Record<string, MethodDef> = {
+  'session.create': defineMethod(paramsSchemas['session.create'], (p, { server, transport }) => {
+    const { session, session_key } = server.sessions.create(transport, p.title);
+    return { session_id: session.session_id, session_key, generation: session.generation };
+  }),
+
+  'session.attach': defineMethod(paramsSchemas['session.attach'], (p, { server, transport }) => {
+    const s = server.sessions.attach(p.session_id, p.session_key, transport);
+    const live_subagents = server.runtime.scoped.list(server.sessions.scopeOf(s)).length;
+    return { session_id: s.session_id, generation: s.generation, live_subagents };
+  }),
+
+  'session.detach': defineMethod(paramsSchemas['session.detach'], (p, { server, transport }) => {
+    server.sessions.detach(p.session_id, transport);
+    return { detached: true };
+  }),
+
+  'session.reset': defineMethod(paramsSchemas['session.reset'], (p, { server, transport }) => {
+    const { session, retired } = server.sessions.reset(p.session_id, transport);
+    // Fail closed: the old generation's children stop, and nothing of theirs reaches the session.
+    server.runtime.interruptSession(session.session_id, retired);
+    return { session_id: session.session_id, generation: session.generation };
+  }),
+
+  'session.close': defineMethod(paramsSchemas['session.close'], (p, { server, transport }) => {
+    const s = server.sessions.authorize(p.session_id, transport);
+    const interrupted = server.runtime.interruptSession(s.session_id).length;
+    server.sessions.close(s.session_id, transport);
+    return { closed: true, interrupted };
+  }),
+};

@@ -1,0 +1,36 @@
+// subagent.* : list, tail, steer, interrupt — hermes-agent's shapes, so its hosts work unchanged.
+// A foreign, unknown or retired child gets the method's "not found" answer, revealing nothing.
+import { defineMethod, type MethodDef } from '../context.ts';
+import { paramsSchemas } from '../protocol.ts';
+import { requireId, requireSteerText } from './checks.ts';
+
+export const subagentMethods: Record<string, MethodDef> = {
+  'subagent.list': defineMethod(paramsSchemas['subagent.list'], (p, { server, transport }) => {
+    const s = server.sessions.authorize(p.session_id, transport);
+    const subagents = server.runtime.scoped.list(server.sessions.scopeOf(s), { include_finished: p.include_finished ?? false });
+    return { subagents, delegations: [] };
+  }),
+
+  'subagent.tail': defineMethod(paramsSchemas['subagent.tail'], (p, { server, transport }) => {
+    const subagent_id = requireId(p.subagent_id, 'subagent_id');
+    const s = server.sessions.authorize(p.session_id, transport);
+    return server.runtime.scoped.tail(server.sessions.scopeOf(s), subagent_id, p.since);
+  }),
+
+  'subagent.steer': defineMethod(paramsSchemas['subagent.steer'], (p, { server, transport }) => {
+    const subagent_id = requireId(p.subagent_id, 'subagent_id');
+    const text = requireSteerText(p.text);
+    const s = server.sessions.authorize(p.session_id, transport);
+    const r = server.runtime.scoped.steer(server.sessions.scopeOf(s), subagent_id, text);
+    // The wire shape carries no `reason` (hermes compatibility) and never a `delivered` key.
+    return r.status === 'queued'
+      ? { status: 'queued', subagent_id, text: r.text, steer_id: r.steer_id }
+      : { status: 'rejected', subagent_id, text: r.text };
+  }),
+
+  'subagent.interrupt': defineMethod(paramsSchemas['subagent.interrupt'], (p, { server, transport }) => {
+    const subagent_id = requireId(p.subagent_id, 'subagent_id');
+    const s = server.sessions.authorize(p.session_id, transport);
+    return server.runtime.scoped.interrupt(server.sessions.scopeOf(s), subagent_id);
+  }),
+};

@@ -1,0 +1,152 @@
+// The RPC server: one runtime, one session store, the dispatch table, and the event router that
+// sends each runtime event to every transport in its session's slot, numbered per session.
+import { systemClock, type Clock } from '../clock.ts';
+import type { Owner, Runner } from '../delegation/types.ts';
+import { TAIL_WINDOW_BYTES } from '../delegation/transcript.ts';
+import { randomIds, type IdMaker } from '../ids.ts';
+import { silentLogger, type Logger } from '../log.ts';
+import { MAX_STEER_BYTES } from '../registry/registry.ts';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.ts';
+import { SERVER_NAME, VERSION } from '../version.ts';
+import catalog from './catalog.json' with { type: 'json' };
+import { Connection } from './connection.ts';
+import type { MethodDef, ServerLimits, ServerState } from './context.ts';
+import { DelegationLedger } from './delegation-ledger.ts';
+import { delegationMethods } from './methods/delegation.ts';
+import { serverMethods } from './methods/server.ts';
+import { sessionMethods } from './methods/session.ts';
+import { subagentMethods } from './methods/subagent.ts';
+import { SessionStore } from './sessions.ts';
+import type { Transport } from './transports/transport.ts';
+
+export const PROTOCOL_VERSION = 1;
+
+export interface ServerOptions {
+  readonly max_concurrent_children?: number;
+  readonly max_spawn_depth?: number;
+  /** Largest stdio line / WebSocket frame accepted. Default 1 MiB. */
+  readonly max_message_bytes?: number;
+  /** How long a session may stay parked (no transport attached) before it is closed. Default 15 min. */
+  readonly park_ttl_ms?: number;
+  readonly default_runner?: Runner;
+  readonly runtime?: Omit<RuntimeOptions, 'max_concurrent_children' | 'max_spawn_depth' | 'clock' | 'ids' | 'logger' | 'default_runner'>;
+  readonly clock?: Clock;
+  readonly ids?: IdMaker;
+  readonly logger?: Logger;
+}
+
+/** Every method the server answers, by name: the dispatch table. */
+export const METHODS: ReadonlyMap<string, MethodDef> = new Map(
+  Object.entries({ ...serverMethods, ...sessionMethods, ...delegationMethods, ...subagentMethods }),
+);
+
+export const CATALOG: { readonly methods: readonly string[]; readonly events: readonly string[] } = catalog;
+
+export class RpcServer {
+  readonly runtime: Runtime;
+  readonly sessions: SessionStore;
+  readonly limits: ServerLimits;
+  readonly #ledger = new DelegationLedger();
+  readonly #connections = new Map<string, Connection>();
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #state: ServerState & { draining: boolean };
+  #nextConnection = 0;
+
+  constructor(options: ServerOptions = {}) {
+    this.#logger = options.logger ?? silentLogger;
+    this.#clock = options.clock ?? systemClock;
+    const ids = options.ids ?? randomIds;
+    this.runtime = createRuntime({
+      ...options.runtime,
+      max_concurrent_children: options.max_concurrent_children,
+      max_spawn_depth: options.max_spawn_depth,
+      default_runner: options.default_runner,
+      clock: this.#clock,
+      ids,
+      logger: this.#logger,
+    });
+    this.limits = {
+      max_message_bytes: options.max_message_bytes ?? 1024 * 1024,
+      park_ttl_ms: options.park_ttl_ms ?? 15 * 60 * 1000,
+      max_concurrent_children: this.runtime.limits.max_concurrent_children,
+      max_spawn_depth: this.runtime.limits.max_spawn_depth,
+      max_steer_bytes: MAX_STEER_BYTES,
+      tail_window_bytes: TAIL_WINDOW_BYTES,
+    };
+    this.sessions = new SessionStore({
+      clock: this.#clock,
+      ids,
+      park_ttl_ms: this.limits.park_ttl_ms,
+      onClose: (session_id) => {
+        this.runtime.interruptSession(session_id);
+        this.runtime.setPaused(session_id, false);
+        this.#ledger.forget(session_id);
+      },
+    });
+    const server = this;
+    this.#state = {
+      runtime: this.runtime,
+      sessions: this.sessions,
+      ledger: this.#ledger,
+      limits: this.limits,
+      info: { name: SERVER_NAME, version: VERSION },
+      draining: false,
+      methodNames: () => [...METHODS.keys()].sort(),
+      eventTypes: () => [...CATALOG.events],
+    };
+    this.runtime.onOwnedEvent((event, owner) => {
+      this.#ledger.observe(event, owner);
+      server.#route(event, owner);
+    });
+  }
+
+  get connectionCount(): number {
+    return this.#connections.size;
+  }
+
+  get draining(): boolean {
+    return this.#state.draining;
+  }
+
+  /** Adopts a transport as a new connection and greets it with `gateway.ready`. */
+  connect(transport: Transport): Connection {
+    const id = `tr_${++this.#nextConnection}`;
+    const conn = new Connection(id, transport, METHODS, this.#state, this.#logger, () => {
+      this.#connections.delete(id);
+      this.sessions.transportClosed(id);
+    });
+    this.#connections.set(id, conn);
+    conn.notify('event', {
+      type: 'gateway.ready',
+      session_id: null,
+      seq: 0,
+      ts: this.#clock.now() / 1000,
+      payload: { protocol_version: PROTOCOL_VERSION, server: { name: SERVER_NAME, version: VERSION } },
+    });
+    conn.start();
+    return conn;
+  }
+
+  /**
+   * Stops accepting work, interrupts every child, lets their completion events go out, then
+   * closes every connection.
+   */
+  async shutdown(): Promise<void> {
+    this.#state.draining = true;
+    await this.runtime.shutdown();
+    for (const conn of [...this.#connections.values()]) conn.close('server shutting down');
+    this.sessions.closeAll();
+  }
+
+  /** Sends a runtime event to its session's slot; drops it for retired generations (fail closed). */
+  #route(event: Record<string, unknown> & { type: string }, owner: Owner | undefined): void {
+    if (!owner) return;
+    const session = this.sessions.get(owner.session_id);
+    if (!session || session.generation !== owner.generation) return;
+    const { type, ts, src: _src, ...payload } = event;
+    session.seq += 1;
+    const params = { type, session_id: session.session_id, seq: session.seq, ts, payload };
+    for (const transport of session.slot) this.#connections.get(transport)?.notify('event', params);
+  }
+}

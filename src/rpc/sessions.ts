@@ -1,0 +1,154 @@
+// Sessions, transport slots, parking and generations: the authority model in one place.
+// - session.create attaches the caller; session.attach with the key adds another transport.
+// - A transport that closes leaves every slot; a session with an empty slot is parked, and closed
+//   once parked longer than the park limit.
+// - session.reset starts a new generation; children of older ones are out of reach for good.
+// Authority is always computed from the transport a request arrived on, never from params.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import type { IdMaker } from '../ids.ts';
+import type { Scope } from '../delegation/types.ts';
+import { notOwned } from './errors.ts';
+
+export interface Session {
+  readonly session_id: string;
+  readonly title: string | undefined;
+  generation: number;
+  /** Transport ids attached now. */
+  readonly slot: Set<string>;
+  /** Events sent so far; the next event gets seq + 1. */
+  seq: number;
+}
+
+interface SessionState extends Session {
+  readonly keyDigest: Buffer;
+  parkTimer: unknown;
+  closed: boolean;
+}
+
+export interface SessionStoreOptions {
+  readonly clock: Clock;
+  readonly ids: IdMaker;
+  readonly park_ttl_ms: number;
+  /** Called when a session closes (explicitly or by park expiry): stop its children. */
+  readonly onClose: (session_id: string) => void;
+}
+
+const digest = (key: string) => createHash('sha256').update(key, 'utf8').digest();
+
+export class SessionStore {
+  readonly #sessions = new Map<string, SessionState>();
+  readonly #opts: SessionStoreOptions;
+
+  constructor(opts: SessionStoreOptions) {
+    this.#opts = opts;
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  create(transport: string, title?: string): { session: Session; session_key: string } {
+    const session_id = this.#opts.ids.session();
+    const session_key = randomBytes(24).toString('base64url');
+    const state: SessionState = {
+      session_id,
+      title,
+      generation: 1,
+      slot: new Set([transport]),
+      seq: 0,
+      keyDigest: digest(session_key),
+      parkTimer: undefined,
+      closed: false,
+    };
+    this.#sessions.set(session_id, state);
+    return { session: state, session_key };
+  }
+
+  /** The session, if `transport` is in its slot; otherwise 4001 (one answer for every reason). */
+  authorize(session_id: unknown, transport: string): Session {
+    const s = typeof session_id === 'string' ? this.#sessions.get(session_id) : undefined;
+    if (!s || s.closed || !s.slot.has(transport)) throw notOwned();
+    return s;
+  }
+
+  scopeOf(session: Session): Scope {
+    return { session_id: session.session_id, generation: session.generation };
+  }
+
+  /** Adds `transport` to the slot if the key is right (compared in constant time). */
+  attach(session_id: unknown, session_key: unknown, transport: string): Session {
+    const s = typeof session_id === 'string' ? this.#sessions.get(session_id) : undefined;
+    const given = digest(typeof session_key === 'string' ? session_key : '');
+    // Compare even when the session is unknown, so timing says nothing about which ids exist.
+    const ok = timingSafeEqual(given, s?.keyDigest ?? digest(randomBytes(16).toString('hex')));
+    if (!s || s.closed || !ok || typeof session_key !== 'string') throw notOwned();
+    s.slot.add(transport);
+    if (s.parkTimer !== undefined) {
+      this.#opts.clock.clearTimeout(s.parkTimer);
+      s.parkTimer = undefined;
+    }
+    return s;
+  }
+
+  detach(session_id: unknown, transport: string): void {
+    const s = this.authorize(session_id, transport) as SessionState;
+    this.#leave(s, transport);
+  }
+
+  reset(session_id: unknown, transport: string): { session: Session; retired: number } {
+    const s = this.authorize(session_id, transport);
+    const retired = s.generation;
+    s.generation += 1;
+    return { session: s, retired };
+  }
+
+  close(session_id: unknown, transport: string): Session {
+    const s = this.authorize(session_id, transport) as SessionState;
+    this.#close(s);
+    return s;
+  }
+
+  /** A transport went away: it leaves every slot; emptied sessions are parked. */
+  transportClosed(transport: string): void {
+    for (const s of this.#sessions.values()) if (s.slot.has(transport)) this.#leave(s, transport);
+  }
+
+  /** The live sessions `transport` is attached to. */
+  sessionsOf(transport: string): Session[] {
+    return [...this.#sessions.values()].filter((s) => s.slot.has(transport));
+  }
+
+  get(session_id: string): Session | undefined {
+    const s = this.#sessions.get(session_id);
+    return s && !s.closed ? s : undefined;
+  }
+
+  all(): Session[] {
+    return [...this.#sessions.values()].filter((s) => !s.closed);
+  }
+
+  closeAll(): void {
+    for (const s of [...this.#sessions.values()]) this.#close(s);
+  }
+
+  #leave(s: SessionState, transport: string): void {
+    s.slot.delete(transport);
+    if (s.slot.size === 0 && s.parkTimer === undefined && !s.closed) {
+      s.parkTimer = this.#opts.clock.setTimeout(() => {
+        s.parkTimer = undefined;
+        if (s.slot.size === 0) this.#close(s);
+      }, this.#opts.park_ttl_ms);
+    }
+  }
+
+  #close(s: SessionState): void {
+    if (s.closed) return;
+    s.closed = true;
+    s.slot.clear();
+    if (s.parkTimer !== undefined) this.#opts.clock.clearTimeout(s.parkTimer);
+    s.parkTimer = undefined;
+    this.#sessions.delete(s.session_id);
+    this.#opts.onClose(s.session_id);
+  }
+}

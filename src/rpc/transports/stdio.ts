@@ -1,0 +1,87 @@
+// stdio transport: one JSON value per line, UTF-8, split on LF only (a CR before it is tolerated;
+// U+2028/U+2029 inside strings are not line breaks). A line over the limit is discarded and
+// answered with -32600 (id null); the stream goes on at the next line.
+import type { Readable, Writable } from 'node:stream';
+import type { Transport } from './transport.ts';
+
+export interface StdioOptions {
+  readonly input: Readable;
+  readonly output: Writable;
+  readonly max_message_bytes: number;
+}
+
+const LF = 0x0a;
+const OVERSIZE = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: message too large' } });
+
+export function stdioTransport(opts: StdioOptions): Transport {
+  const { input, output, max_message_bytes: max } = opts;
+  let parts: Buffer[] = [];
+  let size = 0;
+  /** True while skipping the rest of an oversize line. */
+  let skipping = false;
+  let closed = false;
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+
+  const line = (bytes: Buffer) => {
+    let end = bytes.length;
+    if (end > 0 && bytes[end - 1] === 0x0d) end -= 1;
+    const text = decoder.decode(bytes.subarray(0, end));
+    if (text.trim() === '') return;
+    t.onmessage?.(text);
+  };
+
+  const onData = (chunk: Buffer) => {
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(LF, start);
+      if (nl < 0) break;
+      const piece = chunk.subarray(start, nl);
+      if (skipping) {
+        skipping = false;
+      } else if (size + piece.length > max) {
+        t.send(OVERSIZE);
+      } else {
+        line(parts.length === 0 ? piece : Buffer.concat([...parts, piece]));
+      }
+      parts = [];
+      size = 0;
+      start = nl + 1;
+    }
+    const rest = chunk.subarray(start);
+    if (rest.length === 0 || skipping) return;
+    if (size + rest.length > max) {
+      // Answer as soon as the line is known to be too long; drop bytes until its end.
+      t.send(OVERSIZE);
+      parts = [];
+      size = 0;
+      skipping = true;
+      return;
+    }
+    parts.push(Buffer.from(rest));
+    size += rest.length;
+  };
+
+  const finish = () => {
+    if (closed) return;
+    closed = true;
+    input.off('data', onData);
+    t.onclose?.();
+  };
+
+  const t: Transport = {
+    send(text) {
+      if (closed) return;
+      output.write(`${text}\n`);
+    },
+    close() {
+      finish();
+    },
+    start() {
+      input.on('data', onData);
+      input.once('end', finish);
+      input.once('close', finish);
+      output.once('error', finish);
+    },
+  };
+  return t;
+}

@@ -1,0 +1,154 @@
+// WebSocket transport and listener: one JSON-RPC message or batch per text frame. Every upgrade
+// carries the server token (Authorization: Bearer, or ?token=), compared in constant time; an
+// Origin header, when present, must be allowed. Compression is off, frames over the limit close
+// the socket (1009), heartbeat pings drop silent peers, and a peer that stops reading is dropped
+// before its unsent replies can grow the server's memory without bound.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Logger } from '../../log.ts';
+import type { Transport } from './transport.ts';
+
+export interface WsOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly token: string;
+  /** Origins allowed besides the server's own. */
+  readonly allow_origins: readonly string[];
+  readonly max_message_bytes: number;
+  /** Ping interval; a peer that has not answered the previous ping is dropped. Default 30 s. */
+  readonly heartbeat_ms?: number;
+  /** Unsent bytes queued for one peer before it is dropped. Default 8 MiB. */
+  readonly max_outbound_bytes?: number;
+  readonly logger: Logger;
+}
+
+export interface WsListener {
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+export function tokenOf(req: IncomingMessage): string | undefined {
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim();
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  return url.searchParams.get('token') ?? undefined;
+}
+
+function refuse(socket: Duplex, status: number, reason: string): void {
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${reason.length}\r\n\r\n${reason}`);
+}
+
+/** Starts listening; `connect` adopts each accepted socket as a transport. */
+export async function listenWs(opts: WsOptions, connect: (t: Transport) => void): Promise<WsListener> {
+  const expected = digest(opts.token);
+  const heartbeat = opts.heartbeat_ms ?? 30_000;
+  const maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.max_message_bytes, perMessageDeflate: false });
+  const http = createServer((_req, res) => {
+    res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket' });
+    res.end('Upgrade Required');
+  });
+  let allowed = new Set<string>();
+
+  http.on('upgrade', (req, socket, head) => {
+    socket.on('error', () => socket.destroy());
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (path !== '/') return refuse(socket, 404, 'Not Found');
+    const given = tokenOf(req);
+    if (given === undefined || !timingSafeEqual(digest(given), expected)) return refuse(socket, 401, 'Unauthorized');
+    const origin = req.headers.origin;
+    if (origin !== undefined && !allowed.has(origin.toLowerCase())) return refuse(socket, 403, 'Forbidden');
+    wss.handleUpgrade(req, socket, head, (ws) => connect(wsTransport(ws, maxOut, opts.logger)));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(opts.port, opts.host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (http.address() as AddressInfo).port;
+  const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  const own = [`http://${hostForUrl}:${port}`];
+  if (opts.host === '127.0.0.1' || opts.host === '::1' || opts.host === 'localhost') {
+    own.push(`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`);
+  }
+  allowed = new Set([...own, ...opts.allow_origins].map((o) => o.toLowerCase().replace(/\/$/, '')));
+
+  const alive = new WeakMap<WebSocket, boolean>();
+  wss.on('connection', (ws) => {
+    alive.set(ws, true);
+    ws.on('pong', () => alive.set(ws, true));
+  });
+  const pinger = setInterval(() => {
+    for (const ws of wss.clients) {
+      if (alive.get(ws) === false) {
+        opts.logger.warn('dropping a WebSocket peer that stopped answering pings');
+        ws.terminate();
+        continue;
+      }
+      alive.set(ws, false);
+      ws.ping();
+    }
+  }, heartbeat);
+  pinger.unref();
+
+  return {
+    url: `ws://${hostForUrl}:${port}/`,
+    port,
+    close: async () => {
+      clearInterval(pinger);
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
+
+function wsTransport(ws: WebSocket, maxOut: number, logger: Logger): Transport {
+  let closed = false;
+  const t: Transport = {
+    send(text) {
+      if (closed || ws.readyState !== ws.OPEN) return;
+      if (ws.bufferedAmount > maxOut) {
+        // A peer that stopped reading: drop it rather than buffer without bound.
+        logger.warn({ buffered: ws.bufferedAmount }, 'dropping a WebSocket peer that stopped reading');
+        ws.terminate();
+        return;
+      }
+      ws.send(text);
+    },
+    close() {
+      if (closed) return;
+      ws.close(1001, 'closing');
+      finish();
+    },
+    start() {
+      ws.on('message', (data, isBinary) => {
+        if (isBinary) {
+          ws.close(1003, 'text frames only');
+          return;
+        }
+        t.onmessage?.(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8'));
+      });
+      ws.on('close', finish);
+      ws.on('error', (err) => {
+        logger.debug({ err }, 'WebSocket error');
+        finish();
+      });
+    },
+  };
+  function finish() {
+    if (closed) return;
+    closed = true;
+    t.onclose?.();
+  }
+  return t;
+}
