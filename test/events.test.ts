@@ -127,14 +127,16 @@ describe('EventBus envelope', () => {
     expect(got[0]).toEqual({ type: 't', ts: 42.5, src: 'sa_9', k: true });
   });
 
-  it('ignores a ts or src of the wrong type', () => {
+  it('ignores a ts or src of the wrong type, and a payload `type` never overrides the topic', () => {
     const b = bus();
-    const e = b.publish('t', { ts: 'yesterday', src: 7 });
-    // The spread keeps the payload's raw fields, but typed defaults were chosen first: check the typed ones.
-    expect(typeof e.ts === 'number' || e.ts === 'yesterday').toBe(true);
-    const clean = b.publish('t', {});
-    expect(clean.ts).toBe(NOW / 1000);
-    expect(clean.src).toBe('subrun');
+    const got: EventEnvelope[] = [];
+    b.subscribe('t', (e) => {
+      got.push(e);
+    });
+    const e = b.publish('t', { ts: 'yesterday', src: 7, type: 'other', k: 1 });
+    expect(e).toEqual({ type: 't', ts: NOW / 1000, src: 'subrun', k: 1 });
+    expect(Object.keys(e)).toEqual(['type', 'ts', 'src', 'k']);
+    expect(got).toEqual([e]);
   });
 
   it('uses the configured src', () => {

@@ -162,6 +162,46 @@ describe('SteerInbox', () => {
     expect(texts(inbox.seal())).toEqual(['keep']);
   });
 
+  describe('push with a veto', () => {
+    it('a throwing veto queues nothing, wakes no waiter, uses no seq, and propagates', async () => {
+      const inbox = new SteerInbox();
+      const w = track(inbox.waitForSteer());
+      const seen: string[] = [];
+      expect(() =>
+        inbox.push('st_bad', 'bad', (s) => {
+          seen.push(`${s.steer_id}#${s.seq}`);
+          throw new Error('no');
+        }),
+      ).toThrow('no');
+      expect(seen).toEqual(['st_bad#1']);
+      expect(inbox.queuedCount).toBe(0);
+      await flush();
+      expect(w.settled).toBe(false);
+      expect(inbox.push('st_ok', 'ok')).toEqual({ steer_id: 'st_ok', text: 'ok', seq: 1 });
+      await flush(1);
+      expect(w.settled).toBe(true);
+    });
+
+    it('a veto that returns lets the steer in', () => {
+      const inbox = new SteerInbox();
+      const s = inbox.push('st_1', 'fine', () => {});
+      expect(s).toEqual({ steer_id: 'st_1', text: 'fine', seq: 1 });
+      expect(texts(inbox.take())).toEqual(['fine']);
+    });
+
+    it('the veto is not consulted once sealed', () => {
+      const inbox = new SteerInbox();
+      inbox.seal();
+      let called = false;
+      expect(
+        inbox.push('st_1', 'late', () => {
+          called = true;
+        }),
+      ).toBeNull();
+      expect(called).toBe(false);
+    });
+  });
+
   describe('waitForSteer', () => {
     it('resolves at once when a steer is already queued', async () => {
       const inbox = new SteerInbox();

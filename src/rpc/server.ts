@@ -84,7 +84,6 @@ export class RpcServer {
         this.#ledger.forget(session_id);
       },
     });
-    const server = this;
     this.#state = {
       runtime: this.runtime,
       sessions: this.sessions,
@@ -97,7 +96,7 @@ export class RpcServer {
     };
     this.runtime.onOwnedEvent((event, owner) => {
       this.#ledger.observe(event, owner);
-      server.#route(event, owner);
+      this.#route(event, owner);
     });
   }
 
