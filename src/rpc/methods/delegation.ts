@@ -9,6 +9,7 @@ export const delegationMethods: Record<string, MethodDef> = {
     if (!Array.isArray(p.tasks) || p.tasks.length === 0) throw new RpcError(RpcCode.IdRequired, 'tasks required');
     const s = server.sessions.authorize(p.session_id, transport);
     if (server.draining) throw new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
+    if (server.runtime.isPaused(s.session_id)) throw new RpcError(RpcCode.SpawnPaused, 'spawning is paused');
     // Only the JSON fields of a task cross the wire; a `runner` key is not a way in.
     const tasks = (p.tasks as unknown[]).map((t) =>
       typeof t === 'object' && t !== null && !Array.isArray(t) ? { ...(t as Record<string, unknown>), runner: undefined } : t,
