@@ -20,20 +20,20 @@ export const systemClock: Clock = {
 };
 
 /**
- * Resolves after `ms` on `clock`, or at once when `signal` aborts (resolving, not rejecting:
- * for a child, being stopped is an outcome, not an exception).
+ * Resolves after `ms` on `clock`, or at once when any of `signals` aborts (resolving, not
+ * rejecting: for a child, being stopped is an outcome, not an exception). Whichever way it ends,
+ * it leaves no timer and no listener behind.
  */
-export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(clock: Clock, ms: number, ...signals: Array<AbortSignal | undefined>): Promise<void> {
+  const live = signals.filter((s): s is AbortSignal => s !== undefined);
   return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const onAbort = () => {
+    if (live.some((s) => s.aborted)) return resolve();
+    const finish = () => {
       clock.clearTimeout(handle);
+      for (const s of live) s.removeEventListener('abort', finish);
       resolve();
     };
-    const handle = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, ms));
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const handle = clock.setTimeout(finish, Math.max(0, ms));
+    for (const s of live) s.addEventListener('abort', finish, { once: true });
   });
 }

@@ -234,7 +234,7 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
     context: record.context,
     signal,
     now: () => core.clock.now(),
-    sleep: (ms) => sleep(core.clock, ms, signal),
+    sleep: (ms, cancel) => sleep(core.clock, ms, signal, cancel),
     checkpoint: (label) => core.checkpoint(label, id),
     write,
     thinking(text) {
@@ -279,7 +279,7 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
       if (!open) return;
       markDelivered(record.inbox.confirm(steers));
     },
-    steerArrived: () => record.inbox.waitForSteer(signal),
+    steerArrived: (cancel) => record.inbox.waitForSteer(signal, cancel),
     delegate(tasks, options = {}) {
       // Inert like everything else once the child finished: a late spawn would put an orphan
       // (and its events) after this child's entry.

@@ -9,7 +9,7 @@ export class SteerInbox {
   #taken = new Map<string, Steer>();
   #sealed = false;
   #seq = 0;
-  #waiters: Array<() => void> = [];
+  #waiters = new Set<() => void>();
 
   get accepting(): boolean {
     return !this.#sealed;
@@ -29,9 +29,7 @@ export class SteerInbox {
     veto?.(steer);
     this.#seq = steer.seq;
     this.#queued.push(steer);
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    for (const wake of waiters) wake();
+    this.#wakeAll();
     return steer;
   }
 
@@ -72,22 +70,31 @@ export class SteerInbox {
     const leftovers = [...this.#taken.values(), ...this.#queued];
     this.#taken.clear();
     this.#queued = [];
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    for (const wake of waiters) wake();
+    this.#wakeAll();
     return leftovers.sort((a, b) => a.seq - b.seq);
   }
 
-  /** Resolves when a steer is queued (at once if one is) or the inbox is sealed. */
-  waitForSteer(signal?: AbortSignal): Promise<void> {
-    if (this.#queued.length > 0 || this.#sealed || signal?.aborted) return Promise.resolve();
+  /**
+   * Resolves when a steer is queued (at once if one is), the inbox is sealed, or any of `signals`
+   * aborts. An aborted wait leaves nothing behind (no waiter, no listener).
+   */
+  waitForSteer(...signals: Array<AbortSignal | undefined>): Promise<void> {
+    const live = signals.filter((s): s is AbortSignal => s !== undefined);
+    if (this.#queued.length > 0 || this.#sealed || live.some((s) => s.aborted)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        signal?.removeEventListener('abort', done);
+        this.#waiters.delete(done);
+        for (const s of live) s.removeEventListener('abort', done);
         resolve();
       };
-      this.#waiters.push(done);
-      signal?.addEventListener('abort', done, { once: true });
+      this.#waiters.add(done);
+      for (const s of live) s.addEventListener('abort', done, { once: true });
     });
+  }
+
+  #wakeAll(): void {
+    const waiters = [...this.#waiters];
+    this.#waiters.clear();
+    for (const wake of waiters) wake();
   }
 }

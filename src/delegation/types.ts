@@ -126,8 +126,11 @@ export interface RunnerContext {
   readonly signal: AbortSignal;
   /** Milliseconds since the Unix epoch, from the runtime's clock. */
   now(): number;
-  /** Waits `ms` on the runtime's clock; resolves early (never rejects) when `signal` aborts. */
-  sleep(ms: number): Promise<void>;
+  /**
+   * Waits `ms` on the runtime's clock; resolves early (never rejects) when `signal` or `cancel`
+   * aborts. Pass `cancel` to end a wait that lost a race, so it leaves no timer behind.
+   */
+  sleep(ms: number, cancel?: AbortSignal): Promise<void>;
   /**
    * A yield point the runtime may use to order concurrent work (tests inject a scheduler here).
    * Runners call it at each step boundary; in production it costs one resolved promise or less.
@@ -154,8 +157,8 @@ export interface RunnerContext {
    */
   takeSteers(): Steer[];
   confirmDelivered(steers: readonly Steer[]): void;
-  /** Resolves when a steer is queued (at once if one is) or when `signal` aborts. */
-  steerArrived(): Promise<void>;
+  /** Resolves when a steer is queued (at once if one is), or when `signal` or `cancel` aborts. */
+  steerArrived(cancel?: AbortSignal): Promise<void>;
   /**
    * Delegates further. Throws a SubrunError (`depth_exceeded`, `spawn_paused`, ...) when this
    * child may not spawn; the grandchildren inherit this child's owner.

@@ -98,7 +98,10 @@ async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutc
 
 async function waitSteer(ctx: RunnerContext, timeout_ms: number | undefined): Promise<void> {
   if (timeout_ms === undefined) return ctx.steerArrived();
-  await Promise.race([ctx.steerArrived(), ctx.sleep(timeout_ms)]);
+  // Whichever side wins, cancel the other: a timed wait leaves no timer or waiter behind.
+  const over = new AbortController();
+  await Promise.race([ctx.steerArrived(over.signal), ctx.sleep(timeout_ms, over.signal)]);
+  over.abort();
 }
 
 async function spawnStep(ctx: RunnerContext, tasks: ReadonlyArray<z.infer<typeof agentTaskSchema>>): Promise<void> {
