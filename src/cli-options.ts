@@ -7,7 +7,8 @@ export class UsageError extends Error {
 
 export interface FlagSpec {
   readonly flag: string;
-  readonly env?: string;
+  /** Environment twin(s); the first one set wins (later ones are fallbacks, e.g. OPENAI_API_KEY). */
+  readonly env?: string | readonly string[];
   readonly kind: 'int' | 'string' | 'bool' | 'list';
   /** Inclusive bounds for ints. */
   readonly min?: number;
@@ -49,8 +50,10 @@ export function parseFlags(
   const values: FlagValues = {};
   for (const spec of specs) {
     const fromFlag = raw.get(spec.flag);
-    const fromEnv = spec.env !== undefined ? env[spec.env] : undefined;
-    const source = fromFlag ? `--${spec.flag}` : spec.env;
+    const envNames = spec.env === undefined ? [] : typeof spec.env === 'string' ? [spec.env] : spec.env;
+    const envName = envNames.find((n) => env[n] !== undefined && env[n] !== '');
+    const fromEnv = envName !== undefined ? env[envName] : undefined;
+    const source = fromFlag ? `--${spec.flag}` : envName;
     const texts = fromFlag ?? (fromEnv !== undefined && fromEnv !== '' ? [fromEnv] : undefined);
     if (!texts) continue;
     values[spec.flag] = convert(spec, texts, source ?? spec.flag);

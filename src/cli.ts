@@ -2,7 +2,7 @@
 // an exit code (2 for bad usage, 1 for a failed call). Nothing else lives here.
 import { UsageError } from './cli-options.ts';
 import { call, watch } from './client.ts';
-import { runDemo } from './demo.ts';
+import { demoCommand } from './demo.ts';
 import { serve } from './serve.ts';
 import { VERSION } from './version.ts';
 
@@ -10,6 +10,7 @@ const USAGE = `usage: subrun <command> [options]
 
 commands:
   demo                         the scripted demo: three children, a grandchild, steering, an interrupt
+                               (--base-url URL --model M [--api-key K]: the same on a real model)
   serve --stdio | --ws         the JSON-RPC server (see docs/protocol.md for every option)
   call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
   watch                        print a session's events as they come
@@ -34,7 +35,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         process.stdout.write(USAGE);
         return command === undefined ? 2 : 0;
       case 'demo':
-        return await runDemo({ fast: rest.includes('--fast') });
+        return await demoCommand(rest);
       case 'serve':
         return await serve(rest);
       case 'call':

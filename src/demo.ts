@@ -3,14 +3,72 @@
 // tool count; the demo steers one child that takes the steer, steers one that finishes before it
 // can (its entry comes back with missed_steer), interrupts one subtree, and prints every entry.
 // No network, no keys; the scripted runner is deterministic, so the outcome is the same each run.
+import { parseFlags, UsageError } from './cli-options.ts';
+import { openaiRunner, type OpenAIRunnerConfig } from './delegation/runners/openai/runner.ts';
 import type { CompletionEntry } from './delegation/types.ts';
 import { createRuntime } from './index.ts';
+import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import type { Snapshot } from './registry/snapshot.ts';
 
 export interface DemoOptions {
   /** Shorter pauses (for tests); the story is the same. */
   readonly fast?: boolean;
   readonly out?: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+/** `subrun demo [--fast] [--base-url URL --model M ...]`: scripted by default, on a model if given one. */
+export async function demoCommand(argv: readonly string[]): Promise<number> {
+  const { values, positionals } = parseFlags(argv, [{ flag: 'fast', kind: 'bool' }, ...MODEL_FLAGS]);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  const config = modelConfig(values);
+  return config ? runModelDemo(config) : runDemo({ fast: values.fast === true });
+}
+
+/**
+ * The same story on a real model: three children explore the workspace; the demo steers the
+ * first after its first tool call and interrupts the third after its first tool call.
+ */
+export async function runModelDemo(config: OpenAIRunnerConfig, out: NodeJS.WritableStream & { isTTY?: boolean } = process.stdout): Promise<number> {
+  const runtime = createRuntime({ max_concurrent_children: 3, max_spawn_depth: 1 });
+  const runner = openaiRunner(config);
+  const log: string[] = [];
+  const roster = new Roster(out);
+  const say = (line: string) => {
+    log.push(line);
+    roster.draw(runtime.list({ include_finished: true }), log);
+  };
+  const handle = runtime.delegate([
+    { goal: 'List the top-level files of the workspace and say in two sentences what this project is.', runner },
+    { goal: 'Read README.md and list its quick-start commands, one per line.', runner },
+    { goal: 'Search the workspace for the word TODO and report where it appears.', runner },
+  ]);
+  const [first, , third] = handle.subagent_ids as [string, string, string];
+  say(`delegated ${handle.subagent_ids.length} children on ${config.endpoint.model} (${handle.delegation_id})`);
+  let steered = false;
+  let stopped = false;
+  const stop = runtime.events.subscribe('subagent.**', (e) => {
+    const id = String(e.subagent_id);
+    if (e.type === 'subagent.tool' && id === first && !steered) {
+      steered = true;
+      const r = runtime.steer(first, 'Also say how many files there are in total.');
+      say(`steer ${first}: ${r.status}`);
+    }
+    if (e.type === 'subagent.tool' && id === third && !stopped) {
+      stopped = true;
+      const r = runtime.interrupt(third);
+      say(`interrupt ${third}: stopped [${r.interrupted.join(', ')}]`);
+    }
+    if (e.type === 'subagent.steer.delivered') say(`delivered to ${id}: ${JSON.stringify(e.text)}`);
+    if (e.type === 'subagent.complete') say(`${id} finished: ${(e.entry as CompletionEntry).status}`);
+  });
+  const ticker = setInterval(() => roster.draw(runtime.list({ include_finished: true }), log), 250);
+  const results = await handle.results;
+  clearInterval(ticker);
+  stop();
+  roster.draw(runtime.list({ include_finished: true }), log, true);
+  out.write('\nCompletion entries:\n');
+  for (const entry of results) out.write(`${JSON.stringify(entry, null, 2)}\n`);
+  return results.some((e) => e.status === 'error') ? 1 : 0;
 }
 
 export async function runDemo(options: DemoOptions = {}): Promise<number> {

@@ -1,9 +1,10 @@
 // `subrun serve`: the JSON-RPC server over stdio or WebSocket. stdout of --stdio carries the
 // protocol alone; everything human-readable and every log line goes to stderr.
 import { randomBytes } from 'node:crypto';
-import { statSync } from 'node:fs';
 import { parseFlags, UsageError, type FlagSpec } from './cli-options.ts';
+import { openaiRunner } from './delegation/runners/openai/runner.ts';
 import { createLogger } from './log.ts';
+import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { RpcServer } from './rpc/server.ts';
 import { stdioTransport } from './rpc/transports/stdio.ts';
 import { listenWs } from './rpc/transports/ws.ts';
@@ -15,7 +16,6 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535 },
   { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string' },
   { flag: 'allow-origin', env: 'SUBRUN_ALLOW_ORIGIN', kind: 'list' },
-  { flag: 'workspace', env: 'SUBRUN_WORKSPACE', kind: 'string' },
   { flag: 'max-concurrent-children', env: 'SUBRUN_MAX_CONCURRENT_CHILDREN', kind: 'int', min: 1, max: 1024 },
   { flag: 'max-spawn-depth', env: 'SUBRUN_MAX_SPAWN_DEPTH', kind: 'int', min: 1, max: 64 },
   { flag: 'max-message-bytes', env: 'SUBRUN_MAX_MESSAGE_BYTES', kind: 'int', min: 1024, max: 256 * 1024 * 1024 },
@@ -24,6 +24,8 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   { flag: 'heartbeat-ms', env: 'SUBRUN_HEARTBEAT_MS', kind: 'int', min: 100 },
   { flag: 'max-outbound-bytes', env: 'SUBRUN_MAX_OUTBOUND_BYTES', kind: 'int', min: 1024 },
   { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string' },
+  { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string' },
+  ...MODEL_FLAGS,
 ];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -34,8 +36,12 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (Boolean(v.stdio) === Boolean(v.ws)) throw new UsageError('serve needs exactly one of --stdio or --ws');
   const level = (v['log-level'] as string | undefined) ?? 'warn';
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
-  const workspace = v.workspace as string | undefined;
-  if (workspace !== undefined && !isDirectory(workspace)) throw new UsageError(`--workspace must be an existing directory, got ${JSON.stringify(workspace)}`);
+  const openai = modelConfig(v);
+  const defaultRunner = (v['default-runner'] as string | undefined) ?? 'scripted';
+  if (defaultRunner !== 'scripted' && defaultRunner !== 'openai') {
+    throw new UsageError(`--default-runner must be scripted or openai, got ${JSON.stringify(defaultRunner)}`);
+  }
+  if (defaultRunner === 'openai' && !openai) throw new UsageError('--default-runner openai needs --base-url and --model');
 
   const logger = createLogger(level);
   const server = new RpcServer({
@@ -44,6 +50,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
     max_message_bytes: v['max-message-bytes'] as number | undefined,
     park_ttl_ms: v['park-ttl-ms'] as number | undefined,
     runtime: { interrupt_grace_ms: v['interrupt-grace-ms'] as number | undefined },
+    openai,
+    default_runner: defaultRunner === 'openai' && openai ? openaiRunner(openai) : undefined,
     logger,
   });
 
@@ -92,12 +100,4 @@ export async function serve(argv: readonly string[]): Promise<number> {
   await done;
   process.stdin.pause();
   return 0;
-}
-
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
 }

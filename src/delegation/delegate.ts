@@ -148,5 +148,5 @@ export function spawn(
     core.emit('delegation.complete', { delegation_id, results: entries, src: delegation_id }, owner);
     return entries;
   });
-  return { delegation_id, subagent_ids, results };
+  return { delegation_id, subagent_ids, results, each: children.map((c) => c.record.done) };
 }

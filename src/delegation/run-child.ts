@@ -6,6 +6,7 @@ import { sleep } from '../clock.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import type { ChildRecord } from '../registry/record.ts';
 import { stopDescendants } from '../registry/registry.ts';
+import { toSnapshot, type Snapshot } from '../registry/snapshot.ts';
 import { buildCompletionEntry } from './completion.ts';
 import type { Core } from './core.ts';
 import type { FinalStatus, RunOutcome, RunnerContext, Steer, ToolCall } from './types.ts';
@@ -54,7 +55,7 @@ export async function runChild(core: Core, record: ChildRecord, live: LiveContex
   const { clock } = core;
   record.status = 'running';
   record.started_at = clock.now();
-  record.transcript.append(`[start] ${record.goal}\n`);
+  record.appendLine(`[start] ${record.goal}`);
   core.emit('subagent.start', { ...record.identity, src: record.subagent_id }, record.owner);
 
   let timer: unknown;
@@ -114,7 +115,7 @@ async function finish(core: Core, record: ChildRecord, settled: Settled, leftove
 function publishEntry(core: Core, record: ChildRecord, entry: ReturnType<typeof buildCompletionEntry>): void {
   record.status = entry.status;
   record.finished_at = core.clock.now();
-  record.transcript.append(`[${entry.status}] ${entry.status === 'completed' ? entry.summary : (entry.error ?? '')}\n`);
+  record.appendLine(`[${entry.status}] ${entry.status === 'completed' ? entry.summary : (entry.error ?? '')}`);
   record.parent?.liveChildren.delete(record);
   core.registry.retire(record);
   core.releaseQueue(record.subagent_id);
@@ -211,14 +212,35 @@ function preview(value: unknown): string {
   return s.length > PREVIEW_CHARS ? `${s.slice(0, PREVIEW_CHARS - 1)}…` : s;
 }
 
+/** True if `ancestor` is above `r` in the spawn tree. */
+export function isDescendant(r: ChildRecord, ancestor: ChildRecord): boolean {
+  for (let p = r.parent; p; p = p.parent) if (p === ancestor) return true;
+  return false;
+}
+
+/** The spawned children (live or retained) and their live descendants, parents first. */
+function subtreeSnapshots(core: Core, spawned: readonly string[]): Snapshot[] {
+  const out: Snapshot[] = [];
+  const visit = (r: ChildRecord) => {
+    out.push(toSnapshot(r));
+    for (const c of r.liveChildren) visit(c);
+  };
+  for (const id of spawned) {
+    const r = core.registry.get(id);
+    if (r) visit(r);
+  }
+  return out;
+}
+
 function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): LiveContext {
   let open = true;
+  const spawned: string[] = [];
   const signal = record.abort.signal;
   const id = record.subagent_id;
   const emit = (topic: string, extra: Record<string, unknown>) =>
     core.emit(topic, { ...record.identity, ...extra, src: id }, record.owner);
   const write = (line: string) => {
-    if (open) record.transcript.append(line.endsWith('\n') ? line : `${line}\n`);
+    if (open) record.appendLine(line);
   };
   const markDelivered = (steers: readonly Steer[]) => {
     for (const s of steers) {
@@ -232,6 +254,8 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
     depth: record.depth,
     goal: record.goal,
     context: record.context,
+    can_delegate: record.depth + 1 < core.limits.max_spawn_depth,
+    max_batch: core.limits.max_concurrent_children,
     signal,
     now: () => core.clock.now(),
     sleep: (ms, cancel) => sleep(core.clock, ms, signal, cancel),
@@ -241,6 +265,16 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
       if (!open) return;
       write(`[thinking] ${text}`);
       emit('subagent.thinking', { text });
+    },
+    textDelta(delta) {
+      if (!open || delta === '') return;
+      record.appendStream('text', delta);
+      emit('subagent.text', { text: delta });
+    },
+    thinkingDelta(delta) {
+      if (!open || delta === '') return;
+      record.appendStream('thinking', delta);
+      emit('subagent.thinking', { text: delta });
     },
     text(text) {
       if (!open) return;
@@ -284,7 +318,21 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
       // Inert like everything else once the child finished: a late spawn would put an orphan
       // (and its events) after this child's entry.
       if (!open) throw new SubrunError(ErrorCode.RuntimeClosed, `subagent ${id} has finished; it can no longer delegate`);
-      return core.spawn(record, tasks, options, record.owner);
+      const handle = core.spawn(record, tasks, options, record.owner);
+      spawned.push(...handle.subagent_ids);
+      return handle;
+    },
+    subtree: {
+      list: () => subtreeSnapshots(core, spawned),
+      steer: (target, text) => {
+        const r = core.registry.get(target);
+        if (r && isDescendant(r, record)) return core.registry.steer(target, text);
+        return { status: 'rejected', subagent_id: target, text: typeof text === 'string' ? text.trim() : '', reason: 'not_found' };
+      },
+      interrupt: (target) => {
+        const r = core.registry.get(target);
+        return r && isDescendant(r, record) ? core.registry.interrupt(target) : { found: false, subagent_id: target, interrupted: [] };
+      },
     },
   };
   return {

@@ -1,3 +1,6 @@
+import type { InterruptResult, SteerResult } from '../registry/registry.ts';
+import type { Snapshot } from '../registry/snapshot.ts';
+
 // The delegation vocabulary: task specs, the runner contract, completion entries and statuses.
 // Field names are the wire's (snake_case): the same objects travel in-process and over RPC.
 
@@ -64,6 +67,16 @@ export interface CompletionEntry {
   readonly missed_steer?: string;
 }
 
+/** A child's view of its own spawn tree (its children and their descendants), and nothing else. */
+export interface SubtreeControl {
+  /** Snapshots of the children this child spawned (finished ones while retained) and their live descendants. */
+  list(): Snapshot[];
+  /** Queues guidance for a descendant; a child outside the subtree is `rejected` as not found. */
+  steer(subagent_id: string, text: string): SteerResult;
+  /** Interrupts a descendant and its subtree; `found: false` outside the subtree. */
+  interrupt(subagent_id: string): InterruptResult;
+}
+
 /** A steer accepted into a child's inbox. */
 export interface Steer {
   readonly steer_id: string;
@@ -110,6 +123,8 @@ export interface DelegationHandle {
   readonly subagent_ids: readonly string[];
   /** Resolves with one entry per task, ordered by task_index. Never rejects. */
   readonly results: Promise<CompletionEntry[]>;
+  /** One promise per task (by task_index), each resolving as soon as that child completes. */
+  readonly each: readonly Promise<CompletionEntry>[];
 }
 
 /**
@@ -122,6 +137,10 @@ export interface RunnerContext {
   readonly depth: number;
   readonly goal: string;
   readonly context: string | undefined;
+  /** Whether this child may spawn at all (its depth is below the limit). */
+  readonly can_delegate: boolean;
+  /** The largest batch one delegate() call may carry (max_concurrent_children). */
+  readonly max_batch: number;
   /** Aborted on interrupt (of this child or an ancestor) and on timeout. */
   readonly signal: AbortSignal;
   /** Milliseconds since the Unix epoch, from the runtime's clock. */
@@ -142,6 +161,13 @@ export interface RunnerContext {
   thinking(text: string): void;
   /** Assistant text: transcript + `subagent.text`; the last one is an interrupted child's summary. */
   text(text: string): void;
+  /**
+   * Streamed assistant text: each delta is a `subagent.text` event; consecutive deltas share one
+   * transcript line; the text streamed so far is an interrupted child's summary.
+   */
+  textDelta(delta: string): void;
+  /** Streamed reasoning: `subagent.thinking` per delta, one transcript line per block. */
+  thinkingDelta(delta: string): void;
   /** Starts a tool step: counts in tool_count/last_tool, emits `subagent.tool`. */
   startTool(name: string, args?: unknown): ToolCall;
   /**
@@ -164,6 +190,8 @@ export interface RunnerContext {
    * child may not spawn; the grandchildren inherit this child's owner.
    */
   delegate(tasks: readonly TaskSpec[], options?: DelegateOptions): DelegationHandle;
+  /** Control over this child's own descendants (never a sibling's). */
+  readonly subtree: SubtreeControl;
 }
 
 /**

@@ -77,6 +77,35 @@ export class ChildRecord {
     this.done = new Promise((resolve) => (this.#resolveDone = resolve));
   }
 
+  #block: 'text' | 'thinking' | null = null;
+
+  /** Appends one whole transcript line, closing a streamed block first. */
+  appendLine(line: string): void {
+    this.#closeBlock();
+    this.transcript.append(line.endsWith('\n') ? line : `${line}\n`);
+  }
+
+  /**
+   * Appends a streamed delta: consecutive deltas of one kind share one `[text] ...` line. The
+   * text streamed so far is the child's last said text (an interrupted child's summary).
+   */
+  appendStream(kind: 'text' | 'thinking', delta: string): void {
+    if (this.#block !== kind) {
+      this.#closeBlock();
+      this.transcript.append(`[${kind}] `);
+      this.#block = kind;
+      if (kind === 'text') this.last_text = '';
+    }
+    this.transcript.append(delta);
+    if (kind === 'text') this.last_text += delta;
+  }
+
+  #closeBlock(): void {
+    if (this.#block === null) return;
+    this.#block = null;
+    this.transcript.append('\n');
+  }
+
   get identity(): ChildIdentity {
     return {
       subagent_id: this.subagent_id,

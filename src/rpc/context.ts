@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import type { Runtime } from '../runtime.ts';
 import type { DelegationLedger } from './delegation-ledger.ts';
+import type { ParentAgent } from './parent-agent.ts';
 import type { SessionStore } from './sessions.ts';
 
 export interface ServerLimits {
@@ -22,6 +23,10 @@ export interface ServerState {
   readonly info: { readonly name: string; readonly version: string };
   /** Set once shutdown began: no new work is accepted. */
   readonly draining: boolean;
+  /** The session's parent agent (made on first use). */
+  parentOf(session_id: string): ParentAgent;
+  /** Drops a session's parent agent (its turn is stopped first). */
+  forgetParent(session_id: string): void;
   methodNames(): string[];
   eventTypes(): string[];
 }

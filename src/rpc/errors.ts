@@ -18,6 +18,10 @@ export const RpcCode = {
   DelegationNotFound: 4004,
   SpawnPaused: 4011,
   TooManyTasks: 4012,
+  /** prompt.submit while the session's parent turn is still running. */
+  TurnRunning: 4013,
+  /** prompt.submit on a server started without a model. */
+  NoModel: 4014,
 } as const;
 export type RpcCode = (typeof RpcCode)[keyof typeof RpcCode];
 

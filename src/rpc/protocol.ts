@@ -79,6 +79,19 @@ export const eventPayloadSchemas = {
   'subagent.tool': z.strictObject({ ...identity, tool_name: z.string(), preview: z.string(), tool_count: z.number().int().positive() }),
   'subagent.steer.delivered': z.strictObject({ ...identity, steer_id: id, text: z.string() }),
   'subagent.complete': z.strictObject({ ...identity, entry: completionEntrySchema }),
+  'message.delta': z.strictObject({ turn_id: id, text: z.string() }),
+  'message.complete': z.strictObject({
+    turn_id: id,
+    status: finalStatusSchema,
+    text: z.string(),
+    error: z.string().optional(),
+    api_calls: z.number().int().nonnegative(),
+    tokens: z.strictObject({ input: z.number().int().nonnegative(), output: z.number().int().nonnegative() }),
+    missed_steer: z.string().optional(),
+  }),
+  'tool.start': z.strictObject({ turn_id: id, tool_name: z.string(), preview: z.string() }),
+  'tool.complete': z.strictObject({ turn_id: id, tool_name: z.string(), ok: z.boolean(), preview: z.string() }),
+  'session.steer.delivered': z.strictObject({ turn_id: id, steer_id: id, text: z.string() }),
 } as const;
 
 export type EventType = keyof typeof eventPayloadSchemas;
@@ -140,6 +153,9 @@ export const paramsSchemas = {
   'subagent.tail': loose({ session_id: anyField, subagent_id: anyField, since: z.number().int().nonnegative().optional() }),
   'subagent.steer': loose({ session_id: anyField, subagent_id: anyField, text: anyField }),
   'subagent.interrupt': loose({ session_id: anyField, subagent_id: anyField }),
+  'prompt.submit': loose({ session_id: anyField, text: anyField }),
+  'session.steer': loose({ session_id: anyField, text: anyField }),
+  'session.interrupt': loose({ session_id: anyField }),
 } as const;
 
 export type MethodName = keyof typeof paramsSchemas;
@@ -174,6 +190,12 @@ export const resultSchemas = {
   'subagent.tail': tailResultSchema,
   'subagent.steer': steerResultSchema,
   'subagent.interrupt': interruptResultSchema,
+  'prompt.submit': z.strictObject({ status: z.literal('started'), turn_id: id }),
+  'session.steer': z.union([
+    z.strictObject({ session_id: id, status: z.literal('queued'), text: z.string(), steer_id: id }),
+    z.strictObject({ session_id: id, status: z.literal('rejected'), text: z.string() }),
+  ]),
+  'session.interrupt': z.strictObject({ session_id: id, turn_interrupted: z.boolean(), interrupted: z.array(id) }),
 } as const satisfies Record<MethodName, z.ZodType>;
 
 export const gatewayReadyPayloadSchema = z.strictObject({

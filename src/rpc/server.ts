@@ -1,6 +1,7 @@
 // The RPC server: one runtime, one session store, the dispatch table, and the event router that
 // sends each runtime event to every transport in its session's slot, numbered per session.
 import { systemClock, type Clock } from '../clock.ts';
+import { openaiKind, type OpenAIRunnerConfig } from '../delegation/runners/openai/runner.ts';
 import type { Owner, Runner } from '../delegation/types.ts';
 import { TAIL_WINDOW_BYTES } from '../delegation/transcript.ts';
 import { randomIds, type IdMaker } from '../ids.ts';
@@ -15,8 +16,10 @@ import { DelegationLedger } from './delegation-ledger.ts';
 import { delegationMethods } from './methods/delegation.ts';
 import { serverMethods } from './methods/server.ts';
 import { sessionMethods } from './methods/session.ts';
+import { parentMethods } from './methods/parent.ts';
 import { subagentMethods } from './methods/subagent.ts';
-import { SessionStore } from './sessions.ts';
+import { ParentAgent } from './parent-agent.ts';
+import { SessionStore, type Session } from './sessions.ts';
 import type { Transport } from './transports/transport.ts';
 
 export const PROTOCOL_VERSION = 1;
@@ -29,6 +32,8 @@ export interface ServerOptions {
   /** How long a session may stay parked (no transport attached) before it is closed. Default 15 min. */
   readonly park_ttl_ms?: number;
   readonly default_runner?: Runner;
+  /** The model behind `agent: {kind: "openai"}` children and the sessions' parent agents. */
+  readonly openai?: OpenAIRunnerConfig;
   readonly runtime?: Omit<RuntimeOptions, 'max_concurrent_children' | 'max_spawn_depth' | 'clock' | 'ids' | 'logger' | 'default_runner'>;
   readonly clock?: Clock;
   readonly ids?: IdMaker;
@@ -37,7 +42,7 @@ export interface ServerOptions {
 
 /** Every method the server answers, by name: the dispatch table. */
 export const METHODS: ReadonlyMap<string, MethodDef> = new Map(
-  Object.entries({ ...serverMethods, ...sessionMethods, ...delegationMethods, ...subagentMethods }),
+  Object.entries({ ...serverMethods, ...sessionMethods, ...delegationMethods, ...subagentMethods, ...parentMethods }),
 );
 
 export const CATALOG: { readonly methods: readonly string[]; readonly events: readonly string[] } = catalog;
@@ -48,6 +53,7 @@ export class RpcServer {
   readonly limits: ServerLimits;
   readonly #ledger = new DelegationLedger();
   readonly #connections = new Map<string, Connection>();
+  readonly #parents = new Map<string, ParentAgent>();
   readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #state: ServerState & { draining: boolean };
@@ -59,6 +65,7 @@ export class RpcServer {
     const ids = options.ids ?? randomIds;
     this.runtime = createRuntime({
       ...options.runtime,
+      runner_kinds: { ...options.runtime?.runner_kinds, openai: openaiKind(options.openai) },
       max_concurrent_children: options.max_concurrent_children,
       max_spawn_depth: options.max_spawn_depth,
       default_runner: options.default_runner,
@@ -79,6 +86,8 @@ export class RpcServer {
       ids,
       park_ttl_ms: this.limits.park_ttl_ms,
       onClose: (session_id) => {
+        this.#parents.get(session_id)?.interrupt();
+        this.#parents.delete(session_id);
         this.runtime.interruptSession(session_id);
         this.runtime.setPaused(session_id, false);
         this.#ledger.forget(session_id);
@@ -91,6 +100,28 @@ export class RpcServer {
       limits: this.limits,
       info: { name: SERVER_NAME, version: VERSION },
       draining: false,
+      parentOf: (session_id) => {
+        let p = this.#parents.get(session_id);
+        if (!p) {
+          p = new ParentAgent({
+            runtime: this.runtime,
+            config: options.openai,
+            ids,
+            logger: this.#logger,
+            owner: () => {
+              const s = this.sessions.get(session_id);
+              return { session_id, transport: 'parent', generation: s?.generation ?? 0 };
+            },
+            emit: (type, payload) => this.#emitSession(session_id, type, payload),
+          });
+          this.#parents.set(session_id, p);
+        }
+        return p;
+      },
+      forgetParent: (session_id) => {
+        this.#parents.get(session_id)?.interrupt();
+        this.#parents.delete(session_id);
+      },
       methodNames: () => [...METHODS.keys()].sort(),
       eventTypes: () => [...CATALOG.events],
     };
@@ -144,6 +175,16 @@ export class RpcServer {
     const session = this.sessions.get(owner.session_id);
     if (!session || session.generation !== owner.generation) return;
     const { type, ts, src: _src, ...payload } = event;
+    this.#send(session, type, typeof ts === 'number' ? ts : this.#clock.now() / 1000, payload);
+  }
+
+  /** A session-level event (the parent agent's), numbered and routed like a child's. */
+  #emitSession(session_id: string, type: string, payload: Record<string, unknown>): void {
+    const session = this.sessions.get(session_id);
+    if (session) this.#send(session, type, this.#clock.now() / 1000, payload);
+  }
+
+  #send(session: Session, type: string, ts: number, payload: Record<string, unknown>): void {
     session.seq += 1;
     const params = { type, session_id: session.session_id, seq: session.seq, ts, payload };
     for (const transport of session.slot) this.#connections.get(transport)?.notify('event', params);

@@ -21,6 +21,7 @@ export const sessionMethods: Record<string, MethodDef> = {
 
   'session.reset': defineMethod(paramsSchemas['session.reset'], (p, { server, transport }) => {
     const { session, retired } = server.sessions.reset(p.session_id, transport);
+    server.parentOf(session.session_id).reset();
     // Fail closed: the old generation's children stop, and nothing of theirs reaches the session.
     server.runtime.interruptSession(session.session_id, retired);
     return { session_id: session.session_id, generation: session.generation };
