@@ -77,13 +77,17 @@ function formatError(e: NonNullable<RpcReply['error']>): string {
   return `error ${e.code}: ${e.message}${e.data === undefined ? '' : ` ${JSON.stringify(e.data)}`}`;
 }
 
-async function connect(argv: readonly string[]) {
+async function connect(argv: readonly string[], onevent?: (params: unknown) => void) {
   const { values: v } = parseFlags(argv, CLIENT_FLAGS);
   const url = (v.url as string | undefined) ?? 'ws://127.0.0.1:8787/';
+  // Checked before connecting: a usage error must not leave an open socket holding the process.
+  if (v.session !== undefined && v.key === undefined) throw new UsageError('--session needs --key (the session_key from session.create)');
   const client = await RpcClient.open(url, v.token as string | undefined);
+  // Set before attaching: events can arrive in the same read as the attach reply, and are
+  // dispatched before the code after `await call(...)` runs.
+  client.onevent = onevent;
   const session = v.session as string | undefined;
   if (session !== undefined) {
-    if (v.key === undefined) throw new UsageError('--session needs --key (the session_key from session.create)');
     const r = await client.call('session.attach', { session_id: session, session_key: v.key });
     if (r.error) {
       client.close();
@@ -132,8 +136,10 @@ export async function call(argv: readonly string[]): Promise<number> {
 export async function watch(argv: readonly string[]): Promise<number> {
   const { values } = parseFlags(argv, CLIENT_FLAGS);
   if (values.session === undefined) throw new UsageError('watch needs --session and --key');
-  const { client } = await connect(argv);
-  client.onevent = (params) => process.stdout.write(`${JSON.stringify(params)}\n`);
+  const { client } = await connect(argv, (params) => {
+    // The greeting is the connection's, not the session's.
+    if ((params as { type?: unknown } | null)?.type !== 'gateway.ready') process.stdout.write(`${JSON.stringify(params)}\n`);
+  });
   process.stderr.write(`watching ${String(values.session)}; Ctrl-C to stop\n`);
   const stop = new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
   await Promise.race([stop, client.closed]);

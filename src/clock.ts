@@ -8,10 +8,15 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/** The longest delay Node's timers honour. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
+    // Node fires a delay over 2^31-1 ms after 1 ms instead; cap it (~24.8 days) rather than
+    // time a child out, or close a parked session, at once.
+    const t = setTimeout(fn, Math.min(ms, MAX_TIMER_MS));
     // A pending child timeout must never keep a finished process alive.
     t.unref?.();
     return t;

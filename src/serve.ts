@@ -21,7 +21,8 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   { flag: 'max-message-bytes', env: 'SUBRUN_MAX_MESSAGE_BYTES', kind: 'int', min: 1024, max: 256 * 1024 * 1024 },
   { flag: 'park-ttl-ms', env: 'SUBRUN_PARK_TTL_MS', kind: 'int', min: 0 },
   { flag: 'interrupt-grace-ms', env: 'SUBRUN_INTERRUPT_GRACE_MS', kind: 'int', min: 0 },
-  { flag: 'heartbeat-ms', env: 'SUBRUN_HEARTBEAT_MS', kind: 'int', min: 100 },
+  // A setInterval over 2^31-1 ms would fire every millisecond.
+  { flag: 'heartbeat-ms', env: 'SUBRUN_HEARTBEAT_MS', kind: 'int', min: 100, max: 2_147_483_647 },
   { flag: 'max-outbound-bytes', env: 'SUBRUN_MAX_OUTBOUND_BYTES', kind: 'int', min: 1024 },
   { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string' },
   { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string' },

@@ -64,7 +64,11 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
     if (given === undefined || !timingSafeEqual(digest(given), expected)) return refuse(socket, 401, 'Unauthorized');
     const origin = req.headers.origin;
     if (origin !== undefined && !allowed.has(origin.toLowerCase())) return refuse(socket, 403, 'Forbidden');
-    wss.handleUpgrade(req, socket, head, (ws) => connect(wsTransport(ws, maxOut, opts.logger)));
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      // noServer mode: ws does not emit 'connection' itself, and the heartbeat listens for it.
+      wss.emit('connection', ws, req);
+      connect(wsTransport(ws, maxOut, opts.logger));
+    });
   });
 
   await new Promise<void>((resolve, reject) => {
