@@ -1,9 +1,8 @@
 // `subrun` command line: picks the command, runs it, and maps failures to a one-line reason and
 // an exit code (2 for bad usage, 1 for a failed call). Nothing else lives here.
+// Each command is imported only when it runs: `--version` or `call` should not pay for the
+// server's modules at start-up.
 import { UsageError } from './cli-options.ts';
-import { call, watch } from './client.ts';
-import { demoCommand } from './demo.ts';
-import { serve } from './serve.ts';
 import { VERSION } from './version.ts';
 
 const USAGE = `usage: subrun <command> [options]
@@ -35,13 +34,13 @@ export async function main(argv: readonly string[]): Promise<number> {
         process.stdout.write(USAGE);
         return command === undefined ? 2 : 0;
       case 'demo':
-        return await demoCommand(rest);
+        return await (await import('./demo.ts')).demoCommand(rest);
       case 'serve':
-        return await serve(rest);
+        return await (await import('./serve.ts')).serve(rest);
       case 'call':
-        return await call(rest);
+        return await (await import('./client.ts')).call(rest);
       case 'watch':
-        return await watch(rest);
+        return await (await import('./client.ts')).watch(rest);
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)}; try subrun --help`);
     }
