@@ -12,7 +12,7 @@ import { randomIds, type IdMaker } from './ids.ts';
 import { silentLogger, type Logger } from './log.ts';
 import { EventBus } from './registry/events.ts';
 import type { ChildRecord } from './registry/record.ts';
-import { Registry, type InterruptResult, type ListOptions, type SteerResult, type TailResult } from './registry/registry.ts';
+import { DEFAULT_MAX_QUEUED_STEER_BYTES, DEFAULT_MAX_QUEUED_STEERS, Registry, type InterruptResult, type ListOptions, type SteerResult, type TailResult } from './registry/registry.ts';
 import type { Snapshot } from './registry/snapshot.ts';
 
 /** Runtime options: one readonly object, each field validated at construction. */
@@ -23,6 +23,10 @@ export interface RuntimeOptions {
   readonly max_spawn_depth?: number;
   /** Finished children kept per owner for late list/tail. Default 100. */
   readonly retain_finished?: number;
+  /** Undelivered steers one child may hold before more are refused (`queue_full`). Default 64. */
+  readonly max_queued_steers?: number;
+  /** The same bound in UTF-8 bytes. Default 262144 (256 KiB). */
+  readonly max_queued_steer_bytes?: number;
   /** How long a stopped runner may take to return before it is abandoned. Default 10000 ms. */
   readonly interrupt_grace_ms?: number;
   /** Runner for tasks that name none. Default: a scripted runner with no steps. */
@@ -96,7 +100,12 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const ids = options.ids ?? randomIds;
   const logger = options.logger ?? silentLogger;
   const bus = new EventBus({ logger, now: () => clock.now() });
-  const registry = new Registry(ids, retain);
+  const registry = new Registry(
+    ids,
+    retain,
+    positiveInt('max_queued_steers', options.max_queued_steers, DEFAULT_MAX_QUEUED_STEERS),
+    positiveInt('max_queued_steer_bytes', options.max_queued_steer_bytes, DEFAULT_MAX_QUEUED_STEER_BYTES, 1),
+  );
   const queues = new Map<string, PQueue>();
   const paused = new Set<string>();
   const ownedListeners = new Set<OwnedEventListener>();

@@ -24,6 +24,9 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   // A setInterval over 2^31-1 ms would fire every millisecond.
   { flag: 'heartbeat-ms', env: 'SUBRUN_HEARTBEAT_MS', kind: 'int', min: 100, max: 2_147_483_647 },
   { flag: 'max-outbound-bytes', env: 'SUBRUN_MAX_OUTBOUND_BYTES', kind: 'int', min: 1024 },
+  { flag: 'max-queued-steers', env: 'SUBRUN_MAX_QUEUED_STEERS', kind: 'int', min: 1, max: 100_000 },
+  { flag: 'max-queued-steer-bytes', env: 'SUBRUN_MAX_QUEUED_STEER_BYTES', kind: 'int', min: 32768, max: 1024 * 1024 * 1024 },
+  { flag: 'retain-finished', env: 'SUBRUN_RETAIN_FINISHED', kind: 'int', min: 0, max: 100_000 },
   { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string' },
   { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string' },
   ...MODEL_FLAGS,
@@ -50,7 +53,12 @@ export async function serve(argv: readonly string[]): Promise<number> {
     max_spawn_depth: v['max-spawn-depth'] as number | undefined,
     max_message_bytes: v['max-message-bytes'] as number | undefined,
     park_ttl_ms: v['park-ttl-ms'] as number | undefined,
-    runtime: { interrupt_grace_ms: v['interrupt-grace-ms'] as number | undefined },
+    runtime: {
+      interrupt_grace_ms: v['interrupt-grace-ms'] as number | undefined,
+      max_queued_steers: v['max-queued-steers'] as number | undefined,
+      max_queued_steer_bytes: v['max-queued-steer-bytes'] as number | undefined,
+      retain_finished: v['retain-finished'] as number | undefined,
+    },
     openai,
     default_runner: defaultRunner === 'openai' && openai ? openaiRunner(openai) : undefined,
     logger,
@@ -96,9 +104,17 @@ export async function serve(argv: readonly string[]): Promise<number> {
     );
     closeListener = () => listener.close();
     process.stderr.write(`subrun listening on ${listener.url}\n`);
+    const host = (v.host as string | undefined) ?? '127.0.0.1';
+    if (!isLoopback(host)) {
+      process.stderr.write(`subrun: warning: listening on ${host}, not loopback: any host that can reach it may try the token\n`);
+    }
     if (generated) process.stderr.write(`subrun token: ${token}\n`);
   }
   await done;
   process.stdin.pause();
   return 0;
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

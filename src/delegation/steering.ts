@@ -10,6 +10,8 @@ export class SteerInbox {
   #sealed = false;
   #seq = 0;
   #waiters = new Set<() => void>();
+  /** UTF-8 bytes of every undelivered steer (queued or taken), for the per-child bound. */
+  #pendingBytes = 0;
 
   get accepting(): boolean {
     return !this.#sealed;
@@ -17,6 +19,15 @@ export class SteerInbox {
 
   get queuedCount(): number {
     return this.#queued.length;
+  }
+
+  /** Steers accepted and not yet delivered (queued or taken). */
+  get pendingCount(): number {
+    return this.#queued.length + this.#taken.size;
+  }
+
+  get pendingBytes(): number {
+    return this.#pendingBytes;
   }
 
   /**
@@ -29,6 +40,7 @@ export class SteerInbox {
     veto?.(steer);
     this.#seq = steer.seq;
     this.#queued.push(steer);
+    this.#pendingBytes += Buffer.byteLength(text, 'utf8');
     this.#wakeAll();
     return steer;
   }
@@ -37,7 +49,8 @@ export class SteerInbox {
   withdraw(steer_id: string): boolean {
     const i = this.#queued.findIndex((s) => s.steer_id === steer_id);
     if (i < 0) return false;
-    this.#queued.splice(i, 1);
+    const [gone] = this.#queued.splice(i, 1);
+    if (gone) this.#pendingBytes -= Buffer.byteLength(gone.text, 'utf8');
     return true;
   }
 
@@ -55,7 +68,10 @@ export class SteerInbox {
     if (this.#sealed) return [];
     const confirmed: Steer[] = [];
     for (const s of steers) {
-      if (this.#taken.delete(s.steer_id)) confirmed.push(s);
+      if (this.#taken.delete(s.steer_id)) {
+        confirmed.push(s);
+        this.#pendingBytes -= Buffer.byteLength(s.text, 'utf8');
+      }
     }
     return confirmed;
   }
@@ -70,6 +86,7 @@ export class SteerInbox {
     const leftovers = [...this.#taken.values(), ...this.#queued];
     this.#taken.clear();
     this.#queued = [];
+    this.#pendingBytes = 0;
     this.#wakeAll();
     return leftovers.sort((a, b) => a.seq - b.seq);
   }

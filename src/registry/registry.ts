@@ -11,7 +11,11 @@ import { toSnapshot, type Snapshot } from './snapshot.ts';
 /** Largest steer accepted, in UTF-8 bytes of the trimmed text. */
 export const MAX_STEER_BYTES = 32768;
 
-export type SteerRejection = 'not_found' | 'empty' | 'too_long' | 'not_accepting' | 'vetoed';
+/** Default bounds of one child's undelivered steers (queued or taken): count and UTF-8 bytes. */
+export const DEFAULT_MAX_QUEUED_STEERS = 64;
+export const DEFAULT_MAX_QUEUED_STEER_BYTES = 256 * 1024;
+
+export type SteerRejection = 'not_found' | 'empty' | 'too_long' | 'not_accepting' | 'vetoed' | 'queue_full';
 
 export type SteerResult =
   | { readonly status: 'queued'; readonly subagent_id: string; readonly text: string; readonly steer_id: string }
@@ -50,9 +54,14 @@ export class Registry {
   readonly #retainedOrder = new Map<string, string[]>();
   readonly #steerHooks = new WeakMap<ChildRecord, SteerHook>();
 
-  constructor(ids: IdMaker, retainPerOwner: number) {
+  readonly #maxQueued: number;
+  readonly #maxQueuedBytes: number;
+
+  constructor(ids: IdMaker, retainPerOwner: number, maxQueued = DEFAULT_MAX_QUEUED_STEERS, maxQueuedBytes = DEFAULT_MAX_QUEUED_STEER_BYTES) {
     this.#ids = ids;
     this.#retainPerOwner = retainPerOwner;
+    this.#maxQueued = maxQueued;
+    this.#maxQueuedBytes = maxQueuedBytes;
   }
 
   get liveCount(): number {
@@ -149,6 +158,10 @@ export class Registry {
     const r = this.getScoped(scope, subagent_id);
     if (!r || r.finished) return reject('not_found');
     if (!r.accepting_steer || isFinalStatus(r.status)) return reject('not_accepting');
+    // Bounded memory: a child that is not taking its steers cannot make the host's words pile up.
+    if (r.inbox.pendingCount >= this.#maxQueued || r.inbox.pendingBytes + Buffer.byteLength(text, 'utf8') > this.#maxQueuedBytes) {
+      return reject('queue_full');
+    }
     // The hook runs inside push, before the steer is queued or wakes a waiting runner: a vetoed
     // steer must leave no trace (not even an early end of a wait_steer).
     let steer;

@@ -1,6 +1,7 @@
 // What a method handler gets: the runtime, the authority model, the delegation ledger, the
 // server's limits, and the transport the request arrived on (the only source of authority).
 import type { z } from 'zod';
+import type { Logger } from '../log.ts';
 import type { Runtime } from '../runtime.ts';
 import type { DelegationLedger } from './delegation-ledger.ts';
 import type { ParentAgent } from './parent-agent.ts';
@@ -21,6 +22,8 @@ export interface ServerState {
   readonly ledger: DelegationLedger;
   readonly limits: ServerLimits;
   readonly info: { readonly name: string; readonly version: string };
+  /** Lifecycle lines at info, with ids; never steer text, keys or tokens. */
+  readonly logger: Logger;
   /** Set once shutdown began: no new work is accepted. */
   readonly draining: boolean;
   /** The session's parent agent (made on first use). */

@@ -16,6 +16,8 @@ export const RpcCode = {
   TextRequired: 4002,
   TextTooLong: 4003,
   DelegationNotFound: 4004,
+  /** The child already holds as many undelivered steers as it may (count or bytes). */
+  SteerQueueFull: 4005,
   SpawnPaused: 4011,
   TooManyTasks: 4012,
   /** prompt.submit while the session's parent turn is still running. */

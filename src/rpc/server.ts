@@ -99,6 +99,7 @@ export class RpcServer {
       ledger: this.#ledger,
       limits: this.limits,
       info: { name: SERVER_NAME, version: VERSION },
+      logger: this.#logger,
       draining: false,
       parentOf: (session_id) => {
         let p = this.#parents.get(session_id);
@@ -127,6 +128,7 @@ export class RpcServer {
     };
     this.runtime.onOwnedEvent((event, owner) => {
       this.#ledger.observe(event, owner);
+      this.#logLifecycle(event, owner);
       this.#route(event, owner);
     });
   }
@@ -147,6 +149,8 @@ export class RpcServer {
       this.sessions.transportClosed(id);
     });
     this.#connections.set(id, conn);
+    this.#logger.info({ transport: id }, 'connection opened');
+    void conn.whenClosed.then(() => this.#logger.info({ transport: id }, 'connection closed'));
     conn.notify('event', {
       type: 'gateway.ready',
       session_id: null,
@@ -176,6 +180,29 @@ export class RpcServer {
     if (!session || session.generation !== owner.generation) return;
     const { type, ts, src: _src, ...payload } = event;
     this.#send(session, type, typeof ts === 'number' ? ts : this.#clock.now() / 1000, payload);
+  }
+
+  /** One info line per child lifecycle step, with ids only (no goal, text or steer content). */
+  #logLifecycle(event: Record<string, unknown> & { type: string }, owner: Owner | undefined): void {
+    const ids = { subagent_id: event.subagent_id, parent_id: event.parent_id, session_id: owner?.session_id, generation: owner?.generation };
+    switch (event.type) {
+      case 'subagent.spawn_requested':
+        this.#logger.info({ ...ids, delegation_id: event.delegation_id, depth: event.depth }, 'child spawned');
+        break;
+      case 'subagent.start':
+        this.#logger.info(ids, 'child started');
+        break;
+      case 'subagent.steer.delivered':
+        this.#logger.info({ ...ids, steer_id: event.steer_id }, 'steer delivered');
+        break;
+      case 'subagent.complete': {
+        const entry = event.entry as { status?: string; missed_steer?: string } | undefined;
+        this.#logger.info({ ...ids, status: entry?.status, missed_steer: entry?.missed_steer !== undefined }, 'child completed');
+        break;
+      }
+      default:
+        break;
+    }
   }
 
   /** A session-level event (the parent agent's), numbered and routed like a child's. */

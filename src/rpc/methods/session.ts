@@ -5,23 +5,33 @@ import { paramsSchemas } from '../protocol.ts';
 export const sessionMethods: Record<string, MethodDef> = {
   'session.create': defineMethod(paramsSchemas['session.create'], (p, { server, transport }) => {
     const { session, session_key } = server.sessions.create(transport, p.title);
+    server.logger.info({ session_id: session.session_id, transport }, 'session created');
     return { session_id: session.session_id, session_key, generation: session.generation };
   }),
 
   'session.attach': defineMethod(paramsSchemas['session.attach'], (p, { server, transport }) => {
-    const s = server.sessions.attach(p.session_id, p.session_key, transport);
+    let s;
+    try {
+      s = server.sessions.attach(p.session_id, p.session_key, transport);
+    } catch (err) {
+      server.logger.warn({ transport }, 'session attach refused');
+      throw err;
+    }
+    server.logger.info({ session_id: s.session_id, transport }, 'session attached');
     const live_subagents = server.runtime.scoped.list(server.sessions.scopeOf(s)).length;
     return { session_id: s.session_id, generation: s.generation, live_subagents };
   }),
 
   'session.detach': defineMethod(paramsSchemas['session.detach'], (p, { server, transport }) => {
     server.sessions.detach(p.session_id, transport);
+    server.logger.info({ session_id: p.session_id, transport }, 'session detached');
     return { detached: true };
   }),
 
   'session.reset': defineMethod(paramsSchemas['session.reset'], (p, { server, transport }) => {
     const { session, retired } = server.sessions.reset(p.session_id, transport);
     server.parentOf(session.session_id).reset();
+    server.logger.info({ session_id: session.session_id, transport, generation: session.generation }, 'session reset');
     // Fail closed: the old generation's children stop, and nothing of theirs reaches the session.
     server.runtime.interruptSession(session.session_id, retired);
     return { session_id: session.session_id, generation: session.generation };
@@ -31,6 +41,7 @@ export const sessionMethods: Record<string, MethodDef> = {
     const s = server.sessions.authorize(p.session_id, transport);
     const interrupted = server.runtime.interruptSession(s.session_id).length;
     server.sessions.close(s.session_id, transport);
+    server.logger.info({ session_id: s.session_id, transport, interrupted }, 'session closed');
     return { closed: true, interrupted };
   }),
 };

@@ -1,6 +1,7 @@
 // subagent.* : list, tail, steer, interrupt — hermes-agent's shapes, so its hosts work unchanged.
 // A foreign, unknown or retired child gets the method's "not found" answer, revealing nothing.
 import { defineMethod, type MethodDef } from '../context.ts';
+import { RpcCode, RpcError } from '../errors.ts';
 import { paramsSchemas } from '../protocol.ts';
 import { requireId, requireSteerText } from './checks.ts';
 
@@ -22,6 +23,8 @@ export const subagentMethods: Record<string, MethodDef> = {
     const text = requireSteerText(p.text);
     const s = server.sessions.authorize(p.session_id, transport);
     const r = server.runtime.scoped.steer(server.sessions.scopeOf(s), subagent_id, text);
+    // A full queue is an error, not `rejected`: the host must learn to wait, not that the child is gone.
+    if (r.status === 'rejected' && r.reason === 'queue_full') throw new RpcError(RpcCode.SteerQueueFull, 'steer queue full');
     // The wire shape carries no `reason` (hermes compatibility) and never a `delivered` key.
     return r.status === 'queued'
       ? { status: 'queued', subagent_id, text: r.text, steer_id: r.steer_id }
