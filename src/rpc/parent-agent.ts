@@ -122,7 +122,7 @@ export class ParentAgent {
           for (const s of turn.inbox.confirm(steers)) emit('session.steer.delivered', { turn_id: turn.turn_id, steer_id: s.steer_id, text: s.text });
         },
         backgroundMessages: () => completions.drain(),
-        awaitBackground: () => completions.next(turn.abort.signal),
+        awaitBackground: () => completions.next(turn.abort.signal, (cancel) => turn.inbox.waitForSteer(turn.abort.signal, cancel)),
       },
     );
     // The atomic close, as for a child: stop accepting and take what is left in one step.

@@ -3,6 +3,7 @@
 // points outside. Every output is bounded.
 import { open, readdir, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import { defineTool, type Tool } from './tool.ts';
 
@@ -33,6 +34,45 @@ export async function resolveInside(root: string, path: string): Promise<string>
   return real;
 }
 
+/**
+ * Lines `from` (0-based) to `from + count` of a file, scanned in chunks so that offset reaches
+ * every line of a large file while at most MAX_READ_BYTES characters of line text are kept.
+ */
+async function readLines(file: string, from: number, count: number): Promise<{ lines: string[]; stopped: boolean }> {
+  const fh = await open(file, 'r');
+  const decoder = new StringDecoder('utf8');
+  const buf = Buffer.alloc(64 * 1024);
+  const lines: string[] = [];
+  let index = 0;
+  let current = '';
+  let kept = 0;
+  try {
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, 0, buf.length, null);
+      const parts = (bytesRead === 0 ? decoder.end() : decoder.write(buf.subarray(0, bytesRead))).split('\n');
+      for (let i = 0; i < parts.length; i++) {
+        if (index >= from) current += parts[i];
+        if (index >= from && kept + current.length > MAX_READ_BYTES) {
+          lines.push(current.slice(0, MAX_READ_BYTES - kept));
+          return { lines, stopped: true };
+        }
+        if (i < parts.length - 1 || bytesRead === 0) {
+          if (index >= from) {
+            lines.push(current);
+            kept += current.length + 1;
+            if (lines.length >= count) return { lines, stopped: false };
+          }
+          current = '';
+          index += 1;
+        }
+      }
+      if (bytesRead === 0) return { lines, stopped: false };
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
 function inside(root: string, p: string): boolean {
   const rel = relative(root, p);
   return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
@@ -51,20 +91,11 @@ export function workspaceTools(root: string): Tool[] {
       const file = await resolveInside(root, path);
       const info = await stat(file);
       if (!info.isFile()) throw new WorkspaceError(`${path} is not a file`);
-      const fh = await open(file, 'r');
-      let text: string;
-      try {
-        const buf = Buffer.alloc(Math.min(info.size, MAX_READ_BYTES));
-        const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-        text = buf.subarray(0, bytesRead).toString('utf8');
-      } finally {
-        await fh.close();
-      }
-      const lines = text.split('\n');
       const from = (offset ?? 1) - 1;
-      const shown = lines.slice(from, from + (limit ?? 2000));
-      const body = shown.map((l, i) => `${from + i + 1}\t${l}`).join('\n');
-      const more = info.size > MAX_READ_BYTES ? `\n[file is ${info.size} bytes; only the first ${MAX_READ_BYTES} were read]` : '';
+      const { lines, stopped } = await readLines(file, from, limit ?? 2000);
+      const body = lines.map((l, i) => `${from + i + 1}\t${l}`).join('\n');
+      const last = from + lines.length;
+      const more = stopped ? `\n[stopped after ${MAX_READ_BYTES} characters, inside line ${last}; the next line is ${last + 1}]` : '';
       return body + more;
     },
   });

@@ -24,7 +24,8 @@ export interface LoopEffects {
   backgroundMessages?(): string[];
   /**
    * Called when the model answered without tool calls: resolves with messages to add (e.g. the
-   * completion of a child it delegated to) to go on, or null when nothing is pending.
+   * completion of a child it delegated to) to go on — an empty list when a steer arrived while it
+   * waited, which the next model call takes — or null when nothing is pending.
    */
   awaitBackground?(): Promise<string[] | null>;
 }
@@ -118,7 +119,7 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
     if (reply.tool_calls.length === 0) {
       const more = fx.awaitBackground ? await fx.awaitBackground() : null;
       if (fx.signal.aborted) return end('interrupted');
-      if (more && more.length > 0) {
+      if (more !== null) {
         for (const m of more) messages.push({ role: 'user', content: m });
         continue;
       }

@@ -186,8 +186,10 @@ async function once(
     if (err instanceof ModelError) throw err;
     const e = toModelError(err, signal);
     if (e.kind === 'aborted') throw e;
-    // A stream cut mid-way: its text may already be out, so it is final, with a clear message.
-    throw streamError(e.kind === 'network' ? 'malformed' : e.kind, `the model stream was cut: ${e.message}`, e.status);
+    // A stream cut mid-way: its text may already be out, so it is final, with a clear message
+    // (the server was reached, so not the "cannot reach" wording of a failed connect).
+    const detail = e.kind === 'network' ? e.message.replace(/^cannot reach the model server: /, '') : e.message;
+    throw streamError(e.kind === 'network' ? 'malformed' : e.kind, `the model stream was cut: ${detail}`, e.status);
   }
   if (!sawDone && finish_reason === null) {
     throw streamError('malformed', 'the model stream ended early (no finish_reason and no [DONE])');

@@ -56,19 +56,34 @@ export class CompletionInbox {
     return out;
   }
 
-  /** Ready messages, waiting for the next one if children are still running; null if none will come. */
-  async next(signal: AbortSignal): Promise<string[] | null> {
+  /**
+   * Ready messages, waiting for the next one if children are still running; null if none will
+   * come. `steerArrived` (resolving when a steer is queued) ends the wait early, possibly with no
+   * message: the caller goes on so that its next model call takes the steer.
+   */
+  async next(signal: AbortSignal, steerArrived?: (cancel: AbortSignal) => Promise<void>): Promise<string[] | null> {
     if (this.#ready.length === 0 && this.#live === 0) return null;
-    while (this.#ready.length === 0 && !signal.aborted) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          this.#wake = undefined;
-          signal.removeEventListener('abort', done);
-          resolve();
-        };
-        this.#wake = done;
-        signal.addEventListener('abort', done, { once: true });
-      });
+    const cancel = new AbortController();
+    let steered = false;
+    void steerArrived?.(cancel.signal).then(() => {
+      if (cancel.signal.aborted) return;
+      steered = true;
+      this.#wake?.();
+    });
+    try {
+      while (this.#ready.length === 0 && !signal.aborted && !steered) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            this.#wake = undefined;
+            signal.removeEventListener('abort', done);
+            resolve();
+          };
+          this.#wake = done;
+          signal.addEventListener('abort', done, { once: true });
+        });
+      }
+    } finally {
+      cancel.abort();
     }
     return this.drain();
   }

@@ -60,7 +60,7 @@ export function openaiRunner(config: OpenAIRunnerConfig): Runner {
           takeSteers: () => ctx.takeSteers(),
           confirmSteers: (steers) => ctx.confirmDelivered(steers),
           backgroundMessages: () => inbox.drain(),
-          awaitBackground: () => inbox.next(ctx.signal),
+          awaitBackground: () => inbox.next(ctx.signal, (cancel) => ctx.steerArrived(cancel)),
         },
       );
       return {
