@@ -22,7 +22,7 @@ export function parseFlags(
   argv: readonly string[],
   specs: readonly FlagSpec[],
   env: NodeJS.ProcessEnv = process.env,
-): { values: FlagValues; positionals: string[] } {
+): { values: FlagValues; positionals: string[]; sources: Record<string, string> } {
   const byFlag = new Map(specs.map((s) => [s.flag, s]));
   const raw = new Map<string, string[]>();
   const positionals: string[] = [];
@@ -48,6 +48,8 @@ export function parseFlags(
     raw.set(name, [...(raw.get(name) ?? []), value]);
   }
   const values: FlagValues = {};
+  /** Where each value came from: `--flag` or the environment variable's name. */
+  const sources: Record<string, string> = {};
   for (const spec of specs) {
     const fromFlag = raw.get(spec.flag);
     const envNames = spec.env === undefined ? [] : typeof spec.env === 'string' ? [spec.env] : spec.env;
@@ -57,8 +59,9 @@ export function parseFlags(
     const texts = fromFlag ?? (fromEnv !== undefined && fromEnv !== '' ? [fromEnv] : undefined);
     if (!texts) continue;
     values[spec.flag] = convert(spec, texts, source ?? spec.flag);
+    sources[spec.flag] = source ?? spec.flag;
   }
-  return { values, positionals };
+  return { values, positionals, sources };
 }
 
 function convert(spec: FlagSpec, texts: string[], source: string): number | string | boolean | string[] {

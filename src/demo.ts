@@ -18,9 +18,9 @@ export interface DemoOptions {
 
 /** `subrun demo [--fast] [--base-url URL --model M ...]`: scripted by default, on a model if given one. */
 export async function demoCommand(argv: readonly string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, [{ flag: 'fast', kind: 'bool' }, ...MODEL_FLAGS]);
+  const { values, positionals, sources } = parseFlags(argv, [{ flag: 'fast', kind: 'bool' }, ...MODEL_FLAGS]);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  const config = modelConfig(values);
+  const config = modelConfig(values, sources);
   return config ? runModelDemo(config) : runDemo({ fast: values.fast === true });
 }
 

@@ -15,8 +15,12 @@ export const MODEL_FLAGS: readonly FlagSpec[] = [
   { flag: 'request-timeout-ms', env: 'SUBRUN_REQUEST_TIMEOUT_MS', kind: 'int', min: 100 },
 ];
 
-/** The openai runner's configuration, or undefined when no --base-url was given. */
-export function modelConfig(v: FlagValues): OpenAIRunnerConfig | undefined {
+/**
+ * The openai runner's configuration, or undefined when no --base-url was given. `sources` says
+ * where each value came from: OPENAI_BASE_URL alone (set on many machines for other tools) does
+ * not turn the model on; it only serves as the fallback once a model is named.
+ */
+export function modelConfig(v: FlagValues, sources: Record<string, string> = {}): OpenAIRunnerConfig | undefined {
   const workspace = resolve((v.workspace as string | undefined) ?? '.');
   if (!isDirectory(workspace)) throw new UsageError(`--workspace must be an existing directory, got ${JSON.stringify(v.workspace)}`);
   const base_url = v['base-url'] as string | undefined;
@@ -24,6 +28,7 @@ export function modelConfig(v: FlagValues): OpenAIRunnerConfig | undefined {
     if (v.model !== undefined) throw new UsageError('--model needs --base-url (or SUBRUN_BASE_URL / OPENAI_BASE_URL)');
     return undefined;
   }
+  if (v.model === undefined && sources['base-url'] === 'OPENAI_BASE_URL') return undefined;
   let url: URL;
   try {
     url = new URL(base_url);
@@ -32,7 +37,10 @@ export function modelConfig(v: FlagValues): OpenAIRunnerConfig | undefined {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--base-url must be an http(s) URL, got ${JSON.stringify(base_url)}`);
   const model = v.model as string | undefined;
-  if (model === undefined) throw new UsageError('--base-url needs --model (or SUBRUN_MODEL)');
+  if (model === undefined) {
+    if (sources['base-url'] === 'OPENAI_BASE_URL') return undefined;
+    throw new UsageError('--base-url needs --model (or SUBRUN_MODEL)');
+  }
   return {
     endpoint: {
       base_url,

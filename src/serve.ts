@@ -35,12 +35,12 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export async function serve(argv: readonly string[]): Promise<number> {
-  const { values: v, positionals } = parseFlags(argv, SERVE_FLAGS);
+  const { values: v, positionals, sources } = parseFlags(argv, SERVE_FLAGS);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   if (Boolean(v.stdio) === Boolean(v.ws)) throw new UsageError('serve needs exactly one of --stdio or --ws');
   const level = (v['log-level'] as string | undefined) ?? 'warn';
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
-  const openai = modelConfig(v);
+  const openai = modelConfig(v, sources);
   const defaultRunner = (v['default-runner'] as string | undefined) ?? 'scripted';
   if (defaultRunner !== 'scripted' && defaultRunner !== 'openai') {
     throw new UsageError(`--default-runner must be scripted or openai, got ${JSON.stringify(defaultRunner)}`);

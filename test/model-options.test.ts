@@ -13,7 +13,10 @@ import { answer, FakeModel } from './helpers/fake-model.ts';
 import { call, killAll, nextEvent, runSubrun, startStdio } from './helpers/process.ts';
 
 /** The config from argv and an explicit environment (never the test process's own). */
-const config = (argv: string[], env: Record<string, string> = {}) => modelConfig(parseFlags(argv, MODEL_FLAGS, env).values);
+const config = (argv: string[], env: Record<string, string> = {}) => {
+  const { values, sources } = parseFlags(argv, MODEL_FLAGS, env);
+  return modelConfig(values, sources);
+};
 
 /** The UsageError message `fn` throws. */
 function usage(fn: () => unknown): string {
@@ -99,7 +102,13 @@ describe('modelConfig: flags and environment twins', () => {
   it('--model without --base-url, and --base-url without --model, are refused', () => {
     expect(usage(() => config(['--model', 'm']))).toBe('--model needs --base-url (or SUBRUN_BASE_URL / OPENAI_BASE_URL)');
     expect(usage(() => config(['--base-url', 'http://h/v1']))).toBe('--base-url needs --model (or SUBRUN_MODEL)');
-    expect(usage(() => config([], { OPENAI_BASE_URL: 'http://h/v1' }))).toContain('needs --model');
+    expect(usage(() => config([], { SUBRUN_BASE_URL: 'http://h/v1' }))).toContain('needs --model');
+  });
+
+  it('OPENAI_BASE_URL alone (set for other tools) does not turn the model on, and is not checked', () => {
+    expect(config([], { OPENAI_BASE_URL: 'http://h/v1' })).toBeUndefined();
+    expect(config([], { OPENAI_BASE_URL: 'not a url' })).toBeUndefined();
+    expect(config([], { OPENAI_BASE_URL: 'http://h/v1', SUBRUN_MODEL: 'm' })?.endpoint.base_url).toBe('http://h/v1');
   });
 
   it('--workspace must be an existing directory; the tools are rooted there', async () => {
