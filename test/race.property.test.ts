@@ -310,7 +310,12 @@ const commandsArb = fc.commands<Model, Real, false>(
   { size: '-1' },
 );
 
-test.prop([fc.array(taskArb(0), { minLength: 1, maxLength: 2 }), fc.constantFrom(2, 3), commandsArb, fc.scheduler()], { numRuns: 500 })(
+// Pinned seed: the tally test below asserts that these runs reach every outcome, and a random
+// seed could (rarely) produce 500 runs without, say, a missed steer. The main property above keeps
+// a fresh seed on every run, so exploration goes on there.
+const MODEL_SEED = 20261130;
+
+test.prop([fc.array(taskArb(0), { minLength: 1, maxLength: 2 }), fc.constantFrom(2, 3), commandsArb, fc.scheduler()], { numRuns: 500, seed: MODEL_SEED })(
   'model-based: Steer/Interrupt/List/Tail/Tick/Spawn commands agree with a client-side model',
   async (root, max_spawn_depth, cmds, s) => {
     const scenario: Scenario = { max_spawn_depth, max_concurrent_children: 2, root, clients: [] };
