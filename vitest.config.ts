@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Race properties are CPU-bound; two workers match the machine's two cores.
     maxWorkers: 2,
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });
