@@ -64,7 +64,32 @@ export class Connection {
     );
     const out = replies.filter((r): r is Response => r !== null);
     if (out.length === 0) return;
-    this.#write(parsed.batch ? out : out[0]);
+    this.#reply(out, parsed.batch);
+  }
+
+  /**
+   * Writes the replies of one message. A reply that cannot be serialised (a handler returned a
+   * BigInt or a cycle) becomes -32603 on its own: it must not take its request's response, or the
+   * whole batch's, down with it.
+   */
+  #reply(out: Response[], batch: boolean): void {
+    if (this.#closed) return;
+    let text: string;
+    try {
+      text = JSON.stringify(batch ? out : out[0]);
+    } catch {
+      const safe = out.map((r) => {
+        try {
+          JSON.stringify(r);
+          return r;
+        } catch (err) {
+          this.#logger.error({ err }, 'reply not serialisable');
+          return errorResponse(r.id, new RpcError(RpcCode.InternalError, 'Internal error'));
+        }
+      });
+      text = JSON.stringify(batch ? safe : safe[0]);
+    }
+    this.#transport.send(text);
   }
 
   async #run(call: Call): Promise<Response | null> {
@@ -79,7 +104,8 @@ export class Connection {
       if (call.id === undefined) return null;
       return errorResponse(call.id, toRpcError(err, (e) => this.#logger.error({ err: e, method: call.method }, 'method failed')));
     }
-    return call.id === undefined ? null : resultResponse(call.id, result);
+    // A handler that returns nothing still answers: `result: null`, never a reply with neither key.
+    return call.id === undefined ? null : resultResponse(call.id, result === undefined ? null : result);
   }
 
   #write(message: unknown): void {

@@ -33,11 +33,19 @@ export interface WsListener {
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
+/** The request target as a URL; undefined if it does not parse (e.g. `//[`): never a throw. */
+function targetOf(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://localhost');
+  } catch {
+    return undefined;
+  }
+}
+
 export function tokenOf(req: IncomingMessage): string | undefined {
   const auth = req.headers.authorization;
   if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim();
-  const url = new URL(req.url ?? '/', 'http://localhost');
-  return url.searchParams.get('token') ?? undefined;
+  return targetOf(req)?.searchParams.get('token') ?? undefined;
 }
 
 function refuse(socket: Duplex, status: number, reason: string): void {
@@ -58,8 +66,11 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
 
   http.on('upgrade', (req, socket, head) => {
     socket.on('error', () => socket.destroy());
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    if (path !== '/') return refuse(socket, 404, 'Not Found');
+    // An unparsable request target (any client can send one, before the token check) is a 400,
+    // not an exception thrown out of this listener, which would take the whole server down.
+    const target = targetOf(req);
+    if (!target) return refuse(socket, 400, 'Bad Request');
+    if (target.pathname !== '/') return refuse(socket, 404, 'Not Found');
     const given = tokenOf(req);
     if (given === undefined || !timingSafeEqual(digest(given), expected)) return refuse(socket, 401, 'Unauthorized');
     const origin = req.headers.origin;
@@ -144,7 +155,8 @@ function wsTransport(ws: WebSocket, maxOut: number, logger: Logger): Transport {
       });
       ws.on('close', finish);
       ws.on('error', (err) => {
-        logger.debug({ err }, 'WebSocket error');
+        // A peer's bad frame, not a bug here: its message and code, never a stack, reach the log.
+        logger.debug({ error: err.message, code: (err as { code?: unknown }).code }, 'WebSocket error');
         finish();
       });
     },
