@@ -126,7 +126,7 @@ export function spawn(
       timeout_ms: opts.data.timeout_ms,
     });
     const live = prepareChild(core, record);
-    core.emit('subagent.spawn_requested', { ...record.identity, src: record.subagent_id }, owner);
+    core.emit('subagent.spawn_requested', record.eventPayload(), owner);
     return { record, live };
   });
   const subagent_ids = children.map((c) => c.record.subagent_id);

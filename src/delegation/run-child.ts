@@ -56,7 +56,7 @@ export async function runChild(core: Core, record: ChildRecord, live: LiveContex
   record.status = 'running';
   record.started_at = clock.now();
   record.appendLine(`[start] ${record.goal}`);
-  core.emit('subagent.start', { ...record.identity, src: record.subagent_id }, record.owner);
+  core.emit('subagent.start', record.eventPayload(), record.owner);
 
   let timer: unknown;
   if (record.timeout_ms !== undefined) timer = clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
@@ -120,7 +120,7 @@ function publishEntry(core: Core, record: ChildRecord, entry: ReturnType<typeof 
   core.registry.retire(record);
   core.releaseQueue(record.subagent_id);
   record.settle(entry);
-  core.emit('subagent.complete', { ...record.identity, entry, src: record.subagent_id }, record.owner);
+  core.emit('subagent.complete', record.eventPayload({ entry }), record.owner);
 }
 
 /** Status matrix: an abort decides first (interrupt/timeout), then a throw, then the report. */
@@ -232,22 +232,28 @@ function subtreeSnapshots(core: Core, spawned: readonly string[]): Snapshot[] {
   return out;
 }
 
+/** Publishes `topic` about `record`, with the child's identity in front of `extra`. */
+function emitAbout(core: Core, record: ChildRecord, topic: string, extra: Record<string, unknown>): void {
+  core.emit(topic, record.eventPayload(extra), record.owner);
+}
+
+/** Transcript line and `subagent.steer.delivered` for each steer (the context is open). */
+function markDelivered(core: Core, record: ChildRecord, steers: readonly Steer[]): void {
+  for (const s of steers) {
+    record.appendLine(`[steer] ${s.text}`);
+    emitAbout(core, record, 'subagent.steer.delivered', { steer_id: s.steer_id, text: s.text });
+  }
+}
+
+// Every function of the context is a method (or a module-level function), never an arrow held in
+// a variable or a property: tsx compiles with esbuild's keepNames, which wraps each such arrow in
+// `__name()`, an Object.defineProperty on every closure made. Per child that was 14 of them,
+// about 0.7 µs and 300 bytes each (bench/cases/delegation.ts and tail-memory.ts).
 function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): LiveContext {
   let open = true;
   const spawned: string[] = [];
   const signal = record.abort.signal;
   const id = record.subagent_id;
-  const emit = (topic: string, extra: Record<string, unknown>) =>
-    core.emit(topic, { ...record.identity, ...extra, src: id }, record.owner);
-  const write = (line: string) => {
-    if (open) record.appendLine(line);
-  };
-  const markDelivered = (steers: readonly Steer[]) => {
-    for (const s of steers) {
-      write(`[steer] ${s.text}`);
-      emit('subagent.steer.delivered', { steer_id: s.steer_id, text: s.text });
-    }
-  };
   const ctx: RunnerContext = {
     subagent_id: id,
     parent_id: record.parent_id,
@@ -257,30 +263,38 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
     can_delegate: record.depth + 1 < core.limits.max_spawn_depth,
     max_batch: core.limits.max_concurrent_children,
     signal,
-    now: () => core.clock.now(),
-    sleep: (ms, cancel) => sleep(core.clock, ms, signal, cancel),
-    checkpoint: (label) => core.checkpoint(label, id),
-    write,
+    now() {
+      return core.clock.now();
+    },
+    sleep(ms, cancel) {
+      return sleep(core.clock, ms, signal, cancel);
+    },
+    checkpoint(label) {
+      return core.checkpoint(label, id);
+    },
+    write(line) {
+      if (open) record.appendLine(line);
+    },
     thinking(text) {
       if (!open) return;
-      write(`[thinking] ${text}`);
-      emit('subagent.thinking', { text });
+      record.appendLine(`[thinking] ${text}`);
+      emitAbout(core, record, 'subagent.thinking', { text });
     },
     textDelta(delta) {
       if (!open || delta === '') return;
       record.appendStream('text', delta);
-      emit('subagent.text', { text: delta });
+      emitAbout(core, record, 'subagent.text', { text: delta });
     },
     thinkingDelta(delta) {
       if (!open || delta === '') return;
       record.appendStream('thinking', delta);
-      emit('subagent.thinking', { text: delta });
+      emitAbout(core, record, 'subagent.thinking', { text: delta });
     },
     text(text) {
       if (!open) return;
       record.last_text = text;
-      write(`[text] ${text}`);
-      emit('subagent.text', { text });
+      record.appendLine(`[text] ${text}`);
+      emitAbout(core, record, 'subagent.text', { text });
     },
     startTool(name, args): ToolCall {
       if (!open) return { finish() {} };
@@ -289,15 +303,15 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
       const item: { tool: string; status: 'ok' | 'error' | 'running' } = { tool: name, status: 'running' };
       record.tool_trace.push(item);
       const shown = preview(args);
-      write(`[tool] ${name}${shown ? ` ${shown}` : ''}`);
-      emit('subagent.tool', { tool_name: name, preview: shown, tool_count: record.tool_count });
+      record.appendLine(`[tool] ${name}${shown ? ` ${shown}` : ''}`);
+      emitAbout(core, record, 'subagent.tool', { tool_name: name, preview: shown, tool_count: record.tool_count });
       let ended = false;
       return {
         finish(result, ok = true) {
           if (ended || !open) return;
           ended = true;
           item.status = ok ? 'ok' : 'error';
-          write(`[result] ${ok ? '' : 'error: '}${preview(result ?? '')}`);
+          record.appendLine(`[result] ${ok ? '' : 'error: '}${preview(result ?? '')}`);
         },
       };
     },
@@ -305,15 +319,19 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
       if (!open) return [];
       const taken = record.inbox.take();
       const delivered = record.inbox.confirm(taken);
-      markDelivered(delivered);
+      markDelivered(core, record, delivered);
       return delivered;
     },
-    takeSteers: () => (open ? record.inbox.take() : []),
+    takeSteers() {
+      return open ? record.inbox.take() : [];
+    },
     confirmDelivered(steers) {
       if (!open) return;
-      markDelivered(record.inbox.confirm(steers));
+      markDelivered(core, record, record.inbox.confirm(steers));
     },
-    steerArrived: (cancel) => record.inbox.waitForSteer(signal, cancel),
+    steerArrived(cancel) {
+      return record.inbox.waitForSteer(signal, cancel);
+    },
     delegate(tasks, options = {}) {
       // Inert like everything else once the child finished: a late spawn would put an orphan
       // (and its events) after this child's entry.
@@ -323,13 +341,15 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
       return handle;
     },
     subtree: {
-      list: () => subtreeSnapshots(core, spawned),
-      steer: (target, text) => {
+      list() {
+        return subtreeSnapshots(core, spawned);
+      },
+      steer(target, text) {
         const r = core.registry.get(target);
         if (r && isDescendant(r, record)) return core.registry.steer(target, text);
         return { status: 'rejected', subagent_id: target, text: typeof text === 'string' ? text.trim() : '', reason: 'not_found' };
       },
-      interrupt: (target) => {
+      interrupt(target) {
         const r = core.registry.get(target);
         return r && isDescendant(r, record) ? core.registry.interrupt(target) : { found: false, subagent_id: target, interrupted: [] };
       },
@@ -338,7 +358,7 @@ function makeContext(core: Core, record: ChildRecord, dequeue: AbortSignal): Liv
   return {
     ctx,
     dequeue,
-    close: () => {
+    close() {
       open = false;
     },
   };

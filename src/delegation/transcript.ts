@@ -14,6 +14,8 @@ export interface TailSlice {
 // ignoreBOM: a leading U+FEFF is text the child wrote; the default decoder would silently drop it.
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 const encoder = new TextEncoder();
+const SCRATCH_BYTES = 3 * TAIL_WINDOW_BYTES;
+const scratch = new Uint8Array(SCRATCH_BYTES);
 
 export class Transcript {
   readonly #capacity: number;
@@ -32,6 +34,21 @@ export class Transcript {
 
   append(text: string): void {
     if (text.length === 0) return;
+    // No fresh Uint8Array per append: encode() allocated one each time, which cost more than the
+    // copy itself (bench/cases/tail-memory.ts). UTF-8 takes at most 3 bytes per UTF-16 unit, so a
+    // text that surely fits before the buffer's end (or the wrap point) is encoded in place, and
+    // one that may not goes through a shared scratch (safe: this is synchronous).
+    const most = text.length * 3;
+    const at = this.#buf.length < this.#capacity ? this.#written : this.#written % this.#capacity;
+    if (most <= this.#buf.length - at) {
+      this.#written += encoder.encodeInto(text, this.#buf.subarray(at)).written;
+      return;
+    }
+    if (most <= SCRATCH_BYTES) {
+      const { written } = encoder.encodeInto(text, scratch);
+      this.appendBytes(scratch.subarray(0, written));
+      return;
+    }
     this.appendBytes(encoder.encode(text));
   }
 

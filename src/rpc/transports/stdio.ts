@@ -61,6 +61,12 @@ export function stdioTransport(opts: StdioOptions): Transport {
     size += rest.length;
   };
 
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    output.uncork();
+  };
+
   const finish = () => {
     if (closed) return;
     closed = true;
@@ -71,6 +77,14 @@ export function stdioTransport(opts: StdioOptions): Transport {
   const t: Transport = {
     send(text) {
       if (closed) return;
+      // Everything sent in one turn of the event loop leaves in one write: with requests
+      // pipelined, a write (a syscall) per message was the server's largest cost
+      // (bench/cases/rpc-stdio.ts). The uncork runs before any I/O, so no reply waits.
+      if (!corked) {
+        corked = true;
+        output.cork();
+        process.nextTick(uncork);
+      }
       output.write(`${text}\n`);
     },
     close() {
