@@ -4,13 +4,12 @@
 // completion entry, which must carry no missed steer): a refused call must leave no trace.
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../src/log.ts';
-import type { EventEnvelope } from '../src/registry/events.ts';
 import type { Connection } from '../src/rpc/connection.ts';
 import { NOT_OWNED_MESSAGE } from '../src/rpc/errors.ts';
 import { RpcServer, type ServerOptions } from '../src/rpc/server.ts';
 import { listenWs, type WsListener } from '../src/rpc/transports/ws.ts';
 import { ManualClock } from './helpers/manual-clock.ts';
-import { connectMemory, connectWs, fails, isEvent, ok, privateKeyLeaks, type RpcTestClient, type WireEvent } from './helpers/rpc-client.ts';
+import { BusLog, connectMemory, connectWs, fails, isEvent, ok, privateKeyLeaks, type RpcTestClient, type WireEvent } from './helpers/rpc-client.ts';
 
 const TOKEN = 'authority-test-token';
 const FOREIGN = 'FOREIGN steer';
@@ -47,32 +46,6 @@ interface Harness {
   readonly bus: BusLog;
 }
 
-/** Records the runtime's in-process events and lets a test wait for one (event-driven). */
-class BusLog {
-  readonly events: EventEnvelope[] = [];
-  #waiters: Array<{ pred: (e: EventEnvelope) => boolean; resolve: (e: EventEnvelope) => void }> = [];
-
-  constructor(server: RpcServer) {
-    server.runtime.events.subscribe('**', (e) => {
-      this.events.push(e);
-      this.#waiters = this.#waiters.filter((w) => {
-        if (!w.pred(e)) return true;
-        w.resolve(e);
-        return false;
-      });
-    });
-  }
-
-  wait(pred: (e: EventEnvelope) => boolean): Promise<EventEnvelope> {
-    const seen = this.events.find(pred);
-    if (seen) return Promise.resolve(seen);
-    return new Promise((resolve) => this.#waiters.push({ pred, resolve }));
-  }
-
-  completed(subagent_id: string): Promise<EventEnvelope> {
-    return this.wait((e) => e.type === 'subagent.complete' && e.subagent_id === subagent_id);
-  }
-}
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

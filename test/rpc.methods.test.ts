@@ -4,13 +4,12 @@
 // of section 8. No sleeps: a test waits for events and replies; timed steps run on a manual clock.
 import { Buffer } from 'node:buffer';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { EventEnvelope } from '../src/registry/events.ts';
 import { NOT_OWNED_MESSAGE } from '../src/rpc/errors.ts';
 import { gatewayReadyPayloadSchema, wireEventSchema } from '../src/rpc/protocol.ts';
 import { CATALOG, METHODS, RpcServer, type ServerOptions } from '../src/rpc/server.ts';
 import { SERVER_NAME, VERSION } from '../src/version.ts';
 import { ManualClock } from './helpers/manual-clock.ts';
-import { connectMemory, fails, isEvent, ok, privateKeyLeaks, type ResultOf, type RpcTestClient, type WireEvent } from './helpers/rpc-client.ts';
+import { BusLog, connectMemory, fails, isEvent, ok, privateKeyLeaks, type ResultOf, type RpcTestClient, type WireEvent } from './helpers/rpc-client.ts';
 
 type Step = Record<string, unknown>;
 const agent = (...steps: Step[]) => ({ kind: 'scripted', steps });
@@ -20,27 +19,6 @@ const WAITER = agent(...Array.from({ length: 8 }, (_, i) => [{ op: 'wait_steer' 
 
 // ---- harness ----
 
-/** The runtime's in-process events, to wait on what never reaches the wire (closed sessions). */
-class BusLog {
-  readonly events: EventEnvelope[] = [];
-  #waiters: Array<{ pred: (e: EventEnvelope) => boolean; resolve: (e: EventEnvelope) => void }> = [];
-
-  constructor(server: RpcServer) {
-    server.runtime.events.subscribe('**', (e) => {
-      this.events.push(e);
-      this.#waiters = this.#waiters.filter((w) => {
-        if (!w.pred(e)) return true;
-        w.resolve(e);
-        return false;
-      });
-    });
-  }
-
-  wait(pred: (e: EventEnvelope) => boolean): Promise<EventEnvelope> {
-    const seen = this.events.find(pred);
-    return seen ? Promise.resolve(seen) : new Promise((resolve) => this.#waiters.push({ pred, resolve }));
-  }
-}
 
 interface Env {
   readonly server: RpcServer;

@@ -5,6 +5,7 @@
 // process-level test wires it to a child's stdin/stdout the same way.
 import WebSocket from 'ws';
 import type { z } from 'zod';
+import type { EventEnvelope } from '../../src/registry/events.ts';
 import type { Connection } from '../../src/rpc/connection.ts';
 import { resultSchemas, type MethodName } from '../../src/rpc/protocol.ts';
 import type { RpcServer } from '../../src/rpc/server.ts';
@@ -321,4 +322,31 @@ export function connectWs(url: string, token: string): Promise<WsEndpoint> {
       }),
     );
   });
+}
+
+/** The runtime's in-process events (also those routed to nobody), with an event-driven wait. */
+export class BusLog {
+  readonly events: EventEnvelope[] = [];
+  #waiters: Array<{ pred: (e: EventEnvelope) => boolean; resolve: (e: EventEnvelope) => void }> = [];
+
+  constructor(server: RpcServer) {
+    server.runtime.events.subscribe('**', (e) => {
+      this.events.push(e);
+      this.#waiters = this.#waiters.filter((w) => {
+        if (!w.pred(e)) return true;
+        w.resolve(e);
+        return false;
+      });
+    });
+  }
+
+  wait(pred: (e: EventEnvelope) => boolean): Promise<EventEnvelope> {
+    const seen = this.events.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve) => this.#waiters.push({ pred, resolve }));
+  }
+
+  completed(subagent_id: string): Promise<EventEnvelope> {
+    return this.wait((e) => e.type === 'subagent.complete' && e.subagent_id === subagent_id);
+  }
 }
