@@ -1,4 +1,4 @@
-// Layer 3 of the race tests (/work/shared/design/race-testing.md): a suite that cannot fail proves
+// Layer 3 of the race tests (docs/delegation.md, "How the steer promise is proven"): a suite that cannot fail proves
 // nothing. Here the Layer-1 property (helpers/race-harness.ts: the same scenarios, the same
 // scheduler-driven run, the same invariants) is run with fc.check against deliberately broken
 // steer inboxes, and must FAIL; and against the real one, where it must pass.

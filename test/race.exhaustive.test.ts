@@ -1,4 +1,4 @@
-// Layer 2 of the race tests (/work/shared/design/race-testing.md): random sampling can miss a
+// Layer 2 of the race tests (docs/delegation.md, "How the steer promise is proven"): random sampling can miss a
 // window, so for small scripts we run EVERY order of the step events. The events are the runtime's
 // checkpoints (`c1 step 0 tool`, `c1 step 0 deliver`, `c1 step 1 finish`, `c1 complete`) and the
 // client calls (two steers, one interrupt), each a pending step of a deterministic scheduler built

@@ -1,4 +1,4 @@
-// Layer 1 of the race tests (/work/shared/design/race-testing.md): fast-check's scheduler decides
+// Layer 1 of the race tests (docs/delegation.md, "How the steer promise is proven"): fast-check's scheduler decides
 // the order of every await point that matters. Each scripted step, each tool's delivery point and
 // each completion hand-off is a scheduled task (the runtime's `checkpoint` seam), so is every move
 // of the clock and every client call (steer, interrupt, list, tail, spawn), so a client call can

@@ -1,4 +1,4 @@
-// The race-test harness shared by test/race.*.test.ts (design: /work/shared/design/race-testing.md).
+// The race-test harness shared by test/race.*.test.ts (the method is described in docs/delegation.md, "How the steer promise is proven").
 //
 // One RaceRun = one runtime whose every await point that matters goes through `yieldTo(label)`:
 // the runtime's `checkpoint` seam (each scripted step, each tool's delivery point, each completion
