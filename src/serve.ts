@@ -7,7 +7,7 @@ import { createLogger } from './log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { RpcServer } from './rpc/server.ts';
 import { stdioTransport } from './rpc/transports/stdio.ts';
-import { listenWs } from './rpc/transports/ws.ts';
+import { isLoopback, listenWs } from './rpc/transports/ws.ts';
 
 export const SERVE_FLAGS: readonly FlagSpec[] = [
   { flag: 'stdio', kind: 'bool' },
@@ -113,8 +113,4 @@ export async function serve(argv: readonly string[]): Promise<number> {
   await done;
   process.stdin.pause();
   return 0;
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

@@ -1,35 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import {
-  counterIds,
-  createRuntime,
-  ErrorCode,
-  isSubrunError,
-  type SubrunError,
-  type CompletionEntry,
-  type EventEnvelope,
-  type Owner,
-  type RunOutcome,
-  type Runner,
-  type RunnerContext,
-  type RuntimeOptions,
-  type Snapshot,
-  type Step,
-  type TaskSpec,
-} from '../src/index.ts';
-import { ManualClock, flush } from './helpers/manual-clock.ts';
+import { createRuntime, ErrorCode, isSubrunError, type SubrunError, type CompletionEntry, type Owner, type RunOutcome, type Runner, type RunnerContext, type RuntimeOptions, type Step, type TaskSpec } from '../src/index.ts';
+import { flush } from './helpers/manual-clock.ts';
+import { runtimeHarness } from './helpers/runtime-harness.ts';
 
 const OWNER: Owner = { session_id: 'sess_1', transport: 'tr_1', generation: 1 };
 const OTHER: Owner = { session_id: 'sess_2', transport: 'tr_2', generation: 1 };
 const IDENTITY = ['subagent_id', 'parent_id', 'depth', 'delegation_id', 'task_index', 'task_count', 'goal'] as const;
 
 function setup(options: RuntimeOptions = {}) {
-  const clock = new ManualClock();
-  const rt = createRuntime({ clock, ids: counterIds(), ...options });
-  const events: EventEnvelope[] = [];
-  rt.events.subscribe('**', (e) => {
-    events.push(e);
-  });
-  const find = (id: string): Snapshot | undefined => rt.list({ include_finished: true }).find((s) => s.subagent_id === id);
+  const { clock, rt, events, find } = runtimeHarness(options);
   const running = () => rt.list().filter((s) => s.status === 'running').length;
   const of = (type: string) => events.filter((e) => e.type === type);
   return { clock, rt, events, find, running, of };

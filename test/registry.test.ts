@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import {
-  counterIds,
-  createRuntime,
-  type CompletionEntry,
-  type EventEnvelope,
-  type Owner,
-  type Runner,
-  type RuntimeOptions,
-  type Snapshot,
-  type Step,
-  type TaskSpec,
-} from '../src/index.ts';
+import { type CompletionEntry, type Owner, type Runner, type RuntimeOptions, type Step, type TaskSpec } from '../src/index.ts';
 import { scripted } from '../src/delegation/runners/scripted.ts';
-import { ManualClock, flush } from './helpers/manual-clock.ts';
+import { flush } from './helpers/manual-clock.ts';
+import { runtimeHarness } from './helpers/runtime-harness.ts';
 
 const SNAPSHOT_KEYS = [
   'subagent_id',
@@ -33,13 +23,7 @@ const OWNER_B: Owner = { session_id: 'sess_B', transport: 'transport_secret_B', 
 const SCOPE_A = { session_id: 'sess_A', generation: 1 };
 
 function setup(options: RuntimeOptions = {}) {
-  const clock = new ManualClock();
-  const rt = createRuntime({ clock, ids: counterIds(), ...options });
-  const events: EventEnvelope[] = [];
-  rt.events.subscribe('**', (e) => {
-    events.push(e);
-  });
-  const find = (id: string): Snapshot | undefined => rt.list({ include_finished: true }).find((s) => s.subagent_id === id);
+  const { clock, rt, events, find } = runtimeHarness(options);
   const completes = () => events.filter((e) => e.type === 'subagent.complete').map((e) => e.subagent_id as string);
   const entryOf = (id: string) => events.find((e) => e.type === 'subagent.complete' && e.subagent_id === id)?.entry as CompletionEntry | undefined;
   const delivered = (id: string) => events.filter((e) => e.type === 'subagent.steer.delivered' && e.subagent_id === id).map((e) => e.text);

@@ -1,14 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { counterIds, createRuntime, scripted, stepSchema, type EventEnvelope, type RuntimeOptions, type Snapshot, type Step } from '../src/index.ts';
-import { ManualClock, flush } from './helpers/manual-clock.ts';
+import { scripted, stepSchema, type RuntimeOptions, type Snapshot, type Step } from '../src/index.ts';
+import { flush } from './helpers/manual-clock.ts';
+import { runtimeHarness } from './helpers/runtime-harness.ts';
 
 function setup(options: RuntimeOptions = {}) {
-  const clock = new ManualClock();
-  const rt = createRuntime({ clock, ids: counterIds(), ...options });
-  const events: EventEnvelope[] = [];
-  rt.events.subscribe('**', (e) => {
-    events.push(e);
-  });
+  const { clock, rt, events } = runtimeHarness(options);
   /** Delegates one scripted child and lets it run to its first wait. */
   const run = async (...steps: Step[]) => {
     const h = rt.delegate([{ goal: 'scripted child', agent: { kind: 'scripted', steps } }]);

@@ -31,6 +31,11 @@ export interface WsListener {
   close(): Promise<void>;
 }
 
+/** True for addresses only this machine can reach (the whole 127.0.0.0/8, ::1, localhost). */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /** The request target as a URL; undefined if it does not parse (e.g. `//[`): never a throw. */
@@ -92,7 +97,7 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
   const port = (http.address() as AddressInfo).port;
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
   const own = [`http://${hostForUrl}:${port}`];
-  if (opts.host === '127.0.0.1' || opts.host === '::1' || opts.host === 'localhost') {
+  if (isLoopback(opts.host)) {
     own.push(`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`);
   }
   allowed = new Set([...own, ...opts.allow_origins].map((o) => o.toLowerCase().replace(/\/$/, '')));
