@@ -25,20 +25,52 @@ export const systemClock: Clock = {
 };
 
 /**
- * Resolves after `ms` on `clock`, or at once when any of `signals` aborts (resolving, not
- * rejecting: for a child, being stopped is an outcome, not an exception). Whichever way it ends,
- * it leaves no timer and no listener behind.
+ * Something that can be stopped, with a plain callback hook. The runtime's own waits use it for
+ * a child's stop rather than an 'abort' listener: on Node 20 an addEventListener on an AbortSignal
+ * costs about 8 µs (bench/cases/delegation.ts).
  */
-export function sleep(clock: Clock, ms: number, ...signals: Array<AbortSignal | undefined>): Promise<void> {
-  const live = signals.filter((s): s is AbortSignal => s !== undefined);
+export interface StopSource {
+  /** Calls `hook` once on stop (at once if already stopped); returns a function that cancels it. */
+  onStop(hook: () => void): () => void;
+}
+
+export type Stopper = AbortSignal | StopSource | undefined;
+
+/** Calls `fn` once when `stopper` stops (at once if it has); returns a function that cancels it. */
+export function whenStopped(stopper: AbortSignal | StopSource, fn: () => void): () => void {
+  if (!(stopper instanceof AbortSignal)) return stopper.onStop(fn);
+  if (stopper.aborted) {
+    fn();
+    return noop;
+  }
+  stopper.addEventListener('abort', fn, { once: true });
+  return () => stopper.removeEventListener('abort', fn);
+}
+
+/**
+ * Resolves after `ms` on `clock`, or at once when any of `stoppers` stops (resolving, not
+ * rejecting: for a child, being stopped is an outcome, not an exception). Whichever way it ends,
+ * it leaves no timer and no hook behind.
+ */
+export function sleep(clock: Clock, ms: number, ...stoppers: Stopper[]): Promise<void> {
   return new Promise((resolve) => {
-    if (live.some((s) => s.aborted)) return resolve();
+    const offs: Array<() => void> = [];
+    let handle: unknown;
+    let done = false;
     const finish = () => {
-      clock.clearTimeout(handle);
-      for (const s of live) s.removeEventListener('abort', finish);
+      if (done) return;
+      done = true;
+      if (handle !== undefined) clock.clearTimeout(handle);
+      for (const off of offs) off();
       resolve();
     };
-    const handle = clock.setTimeout(finish, Math.max(0, ms));
-    for (const s of live) s.addEventListener('abort', finish, { once: true });
+    for (const s of stoppers) {
+      if (s === undefined) continue;
+      offs.push(whenStopped(s, finish));
+      if (done) return finish();
+    }
+    handle = clock.setTimeout(finish, Math.max(0, ms));
   });
 }
+
+function noop(): void {}

@@ -133,14 +133,13 @@ export function spawn(
   core.emit('delegation.dispatched', { delegation_id, subagent_ids, count: subagent_ids.length, src: delegation_id }, owner);
 
   // A child spawned under a parent that is already stopping starts stopped (and completes at once).
-  if (parent?.abort.signal.aborted) for (const { record } of children) record.stop('interrupt');
+  if (parent?.stopped) for (const { record } of children) record.stop('interrupt');
 
   const queue = core.queueFor(parent?.subagent_id ?? `root:${owner?.session_id ?? ''}`);
   for (const { record, live } of children) {
     if (record.finished) continue;
-    queue.add(() => runChild(core, record, live), { signal: live.dequeue }).catch((err: unknown) => {
-      // An abort while queued is expected (the child already completed as interrupted).
-      if (!live.dequeue.aborted) core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
+    queue.add(() => runChild(core, record, live)).catch((err: unknown) => {
+      core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
     });
   }
 

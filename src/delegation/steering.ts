@@ -1,15 +1,17 @@
 // A child's steer inbox: FIFO, with the three states a steer can be in (queued, taken by the
 // runner, delivered). seal() closes acceptance and hands back everything undelivered in ONE
 // synchronous step, so no steer can slip in between "stop accepting" and "take leftovers".
+import { whenStopped, type Stopper } from '../clock.ts';
 import type { Steer } from './types.ts';
 
 export class SteerInbox {
   #queued: Steer[] = [];
   /** Taken by the runner, not yet confirmed delivered; keyed by steer_id, insertion = seq order. */
-  #taken = new Map<string, Steer>();
+  #taken: Map<string, Steer> | undefined;
   #sealed = false;
   #seq = 0;
-  #waiters = new Set<() => void>();
+  /** Made on the first wait: most children never wait for a steer. */
+  #waiters: Set<() => void> | undefined;
   /** UTF-8 bytes of every undelivered steer (queued or taken), for the per-child bound. */
   #pendingBytes = 0;
 
@@ -23,7 +25,7 @@ export class SteerInbox {
 
   /** Steers accepted and not yet delivered (queued or taken). */
   get pendingCount(): number {
-    return this.#queued.length + this.#taken.size;
+    return this.#queued.length + (this.#taken?.size ?? 0);
   }
 
   get pendingBytes(): number {
@@ -59,16 +61,18 @@ export class SteerInbox {
     if (this.#sealed || this.#queued.length === 0) return [];
     const taken = this.#queued;
     this.#queued = [];
-    for (const s of taken) this.#taken.set(s.steer_id, s);
+    const into = (this.#taken ??= new Map());
+    for (const s of taken) into.set(s.steer_id, s);
     return taken;
   }
 
   /** Marks taken steers delivered; returns those newly confirmed (none after seal). */
   confirm(steers: readonly Steer[]): Steer[] {
-    if (this.#sealed) return [];
+    const taken = this.#taken;
+    if (this.#sealed || taken === undefined) return [];
     const confirmed: Steer[] = [];
     for (const s of steers) {
-      if (this.#taken.delete(s.steer_id)) {
+      if (taken.delete(s.steer_id)) {
         confirmed.push(s);
         this.#pendingBytes -= Buffer.byteLength(s.text, 'utf8');
       }
@@ -83,35 +87,45 @@ export class SteerInbox {
   seal(): Steer[] {
     if (this.#sealed) return [];
     this.#sealed = true;
-    const leftovers = [...this.#taken.values(), ...this.#queued];
-    this.#taken.clear();
+    const taken = this.#taken;
+    const queued = this.#queued;
+    this.#taken = undefined;
     this.#queued = [];
     this.#pendingBytes = 0;
     this.#wakeAll();
-    return leftovers.sort((a, b) => a.seq - b.seq);
+    if (taken === undefined || taken.size === 0) return queued;
+    return [...taken.values(), ...queued].sort((a, b) => a.seq - b.seq);
   }
 
   /**
-   * Resolves when a steer is queued (at once if one is), the inbox is sealed, or any of `signals`
-   * aborts. An aborted wait leaves nothing behind (no waiter, no listener).
+   * Resolves when a steer is queued (at once if one is), the inbox is sealed, or any of
+   * `stoppers` stops. A wait that ends leaves nothing behind (no waiter, no hook).
    */
-  waitForSteer(...signals: Array<AbortSignal | undefined>): Promise<void> {
-    const live = signals.filter((s): s is AbortSignal => s !== undefined);
-    if (this.#queued.length > 0 || this.#sealed || live.some((s) => s.aborted)) return Promise.resolve();
+  waitForSteer(...stoppers: Stopper[]): Promise<void> {
+    if (this.#queued.length > 0 || this.#sealed) return Promise.resolve();
     return new Promise((resolve) => {
-      const done = () => {
-        this.#waiters.delete(done);
-        for (const s of live) s.removeEventListener('abort', done);
+      const offs: Array<() => void> = [];
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        this.#waiters?.delete(finish);
+        for (const off of offs) off();
         resolve();
       };
-      this.#waiters.add(done);
-      for (const s of live) s.addEventListener('abort', done, { once: true });
+      for (const s of stoppers) {
+        if (s === undefined) continue;
+        offs.push(whenStopped(s, finish));
+        if (done) return finish();
+      }
+      (this.#waiters ??= new Set()).add(finish);
     });
   }
 
   #wakeAll(): void {
-    const waiters = [...this.#waiters];
-    this.#waiters.clear();
+    const waiters = this.#waiters;
+    if (waiters === undefined || waiters.size === 0) return;
+    this.#waiters = undefined;
     for (const wake of waiters) wake();
   }
 }

@@ -71,8 +71,15 @@ export class ChildRecord {
   readonly tool_trace: ToolTraceItem[] = [];
   readonly inbox = new SteerInbox();
   readonly transcript = new Transcript();
-  readonly abort = new AbortController();
+  /** Made on first use: a runner that never looks at its signal costs no controller. */
+  #abort: AbortController | undefined;
   stopReason: StopReason | undefined;
+  /**
+   * The runtime's own reactions to a stop. Plain callbacks, not 'abort' listeners: on Node 20 an
+   * addEventListener on an AbortSignal costs about 8 µs, and a child took three of them
+   * (bench/cases/delegation.ts).
+   */
+  #stopHooks: Array<() => void> | undefined;
   /** Live (not yet completed) children of this child. */
   readonly liveChildren = new Set<ChildRecord>();
   entry: CompletionEntry | undefined;
@@ -152,6 +159,22 @@ export class ChildRecord {
     };
   }
 
+  /**
+   * The runner's signal (ctx.signal), aborted with the stop reason. The runtime itself never
+   * listens on it (see onStop()); one asked for after the stop comes already aborted.
+   */
+  get signal(): AbortSignal {
+    if (this.#abort === undefined) {
+      this.#abort = new AbortController();
+      if (this.stopReason !== undefined) this.#abort.abort(this.stopReason);
+    }
+    return this.#abort.signal;
+  }
+
+  get stopped(): boolean {
+    return this.stopReason !== undefined;
+  }
+
   get accepting_steer(): boolean {
     return this.inbox.accepting;
   }
@@ -168,8 +191,28 @@ export class ChildRecord {
   stop(reason: StopReason): boolean {
     if (this.stopReason !== undefined || this.entry !== undefined || !this.inbox.accepting) return false;
     this.stopReason = reason;
-    this.abort.abort(reason);
+    const hooks = this.#stopHooks;
+    this.#stopHooks = undefined;
+    if (hooks) for (const hook of hooks) hook();
+    this.#abort?.abort(reason);
     return true;
+  }
+
+  /**
+   * Runs `hook` once when the child is stopped (before its signal aborts); at once if it already
+   * was. Returns a function that cancels the hook.
+   */
+  onStop(hook: () => void): () => void {
+    if (this.stopReason !== undefined) {
+      hook();
+      return noop;
+    }
+    (this.#stopHooks ??= []).push(hook);
+    return () => {
+      const hooks = this.#stopHooks;
+      const i = hooks ? hooks.indexOf(hook) : -1;
+      if (hooks && i >= 0) hooks.splice(i, 1);
+    };
   }
 
   settle(entry: CompletionEntry): void {
@@ -177,3 +220,5 @@ export class ChildRecord {
     this.#resolveDone(entry);
   }
 }
+
+function noop(): void {}

@@ -1,0 +1,224 @@
+// What a runner sees of its child (RunnerContext): one object per child whose functions live on
+// the prototype. An object literal of closures made 22 functions per child, about 3 KiB and a
+// fifth of the allocation behind every delegation (bench/cases/delegation.ts). The price is that
+// ctx's functions are methods: call them on ctx, do not detach them (see RunnerContext).
+import { sleep } from '../clock.ts';
+import { ErrorCode, SubrunError } from '../errors.ts';
+import type { ChildRecord } from '../registry/record.ts';
+import type { InterruptResult, SteerResult } from '../registry/registry.ts';
+import { toSnapshot, type Snapshot } from '../registry/snapshot.ts';
+import type { Core } from './core.ts';
+import type {
+  DelegateOptions,
+  DelegationHandle,
+  RunnerContext,
+  Steer,
+  SubtreeControl,
+  TaskSpec,
+  ToolCall,
+} from './types.ts';
+
+const PREVIEW_CHARS = 200;
+
+export class ChildContext implements RunnerContext {
+  readonly #core: Core;
+  readonly #record: ChildRecord;
+  #open = true;
+  /** Ids this child spawned, for subtree.list(); made on the first spawn. */
+  #spawned: string[] | undefined;
+  #subtree: SubtreeControl | undefined;
+
+  constructor(core: Core, record: ChildRecord) {
+    this.#core = core;
+    this.#record = record;
+  }
+
+  /** Makes the context inert: nothing the runner does afterwards reaches the child. */
+  static close(ctx: ChildContext): void {
+    ctx.#open = false;
+  }
+
+  get subagent_id(): string {
+    return this.#record.subagent_id;
+  }
+  get parent_id(): string | null {
+    return this.#record.parent_id;
+  }
+  get depth(): number {
+    return this.#record.depth;
+  }
+  get goal(): string {
+    return this.#record.goal;
+  }
+  get context(): string | undefined {
+    return this.#record.context;
+  }
+  get can_delegate(): boolean {
+    return this.#record.depth + 1 < this.#core.limits.max_spawn_depth;
+  }
+  get max_batch(): number {
+    return this.#core.limits.max_concurrent_children;
+  }
+  get signal(): AbortSignal {
+    return this.#record.signal;
+  }
+
+  now(): number {
+    return this.#core.clock.now();
+  }
+
+  sleep(ms: number, cancel?: AbortSignal): Promise<void> {
+    return sleep(this.#core.clock, ms, this.#record, cancel);
+  }
+
+  checkpoint(label: string): Promise<void> {
+    return this.#core.checkpoint(label, this.#record.subagent_id);
+  }
+
+  write(line: string): void {
+    if (this.#open) this.#record.appendLine(line);
+  }
+
+  thinking(text: string): void {
+    if (!this.#open) return;
+    this.#record.appendLine(`[thinking] ${text}`);
+    this.#emit('subagent.thinking', { text });
+  }
+
+  textDelta(delta: string): void {
+    if (!this.#open || delta === '') return;
+    this.#record.appendStream('text', delta);
+    this.#emit('subagent.text', { text: delta });
+  }
+
+  thinkingDelta(delta: string): void {
+    if (!this.#open || delta === '') return;
+    this.#record.appendStream('thinking', delta);
+    this.#emit('subagent.thinking', { text: delta });
+  }
+
+  text(text: string): void {
+    if (!this.#open) return;
+    this.#record.last_text = text;
+    this.#record.appendLine(`[text] ${text}`);
+    this.#emit('subagent.text', { text });
+  }
+
+  startTool(name: string, args?: unknown): ToolCall {
+    if (!this.#open) return { finish() {} };
+    const record = this.#record;
+    record.tool_count += 1;
+    record.last_tool = name;
+    const item: { tool: string; status: 'ok' | 'error' | 'running' } = { tool: name, status: 'running' };
+    record.tool_trace.push(item);
+    const shown = preview(args);
+    record.appendLine(`[tool] ${name}${shown ? ` ${shown}` : ''}`);
+    this.#emit('subagent.tool', { tool_name: name, preview: shown, tool_count: record.tool_count });
+    let ended = false;
+    const isOpen = () => this.#open;
+    return {
+      finish(result, ok = true) {
+        if (ended || !isOpen()) return;
+        ended = true;
+        item.status = ok ? 'ok' : 'error';
+        record.appendLine(`[result] ${ok ? '' : 'error: '}${preview(result ?? '')}`);
+      },
+    };
+  }
+
+  deliverSteers(): Steer[] {
+    if (!this.#open) return [];
+    const inbox = this.#record.inbox;
+    const delivered = inbox.confirm(inbox.take());
+    this.#markDelivered(delivered);
+    return delivered;
+  }
+
+  takeSteers(): Steer[] {
+    return this.#open ? this.#record.inbox.take() : [];
+  }
+
+  confirmDelivered(steers: readonly Steer[]): void {
+    if (!this.#open) return;
+    this.#markDelivered(this.#record.inbox.confirm(steers));
+  }
+
+  steerArrived(cancel?: AbortSignal): Promise<void> {
+    return this.#record.inbox.waitForSteer(this.#record, cancel);
+  }
+
+  delegate(tasks: readonly TaskSpec[], options: DelegateOptions = {}): DelegationHandle {
+    // Inert like everything else once the child finished: a late spawn would put an orphan
+    // (and its events) after this child's entry.
+    const record = this.#record;
+    if (!this.#open) throw new SubrunError(ErrorCode.RuntimeClosed, `subagent ${record.subagent_id} has finished; it can no longer delegate`);
+    const handle = this.#core.spawn(record, tasks, options, record.owner);
+    (this.#spawned ??= []).push(...handle.subagent_ids);
+    return handle;
+  }
+
+  get subtree(): SubtreeControl {
+    return (this.#subtree ??= subtreeOf(this.#core, this.#record, () => this.#spawned ?? []));
+  }
+
+  /** Transcript line and `subagent.steer.delivered` for each steer (the context is open). */
+  #markDelivered(steers: readonly Steer[]): void {
+    for (const s of steers) {
+      this.#record.appendLine(`[steer] ${s.text}`);
+      this.#emit('subagent.steer.delivered', { steer_id: s.steer_id, text: s.text });
+    }
+  }
+
+  /** Publishes `topic` about the child, with its identity in front of `extra`. */
+  #emit(topic: string, extra: Record<string, unknown>): void {
+    this.#core.emit(topic, this.#record.eventPayload(extra), this.#record.owner);
+  }
+}
+
+/** True if `ancestor` is above `r` in the spawn tree. */
+export function isDescendant(r: ChildRecord, ancestor: ChildRecord): boolean {
+  for (let p = r.parent; p; p = p.parent) if (p === ancestor) return true;
+  return false;
+}
+
+function subtreeOf(core: Core, record: ChildRecord, spawned: () => readonly string[]): SubtreeControl {
+  return {
+    list(): Snapshot[] {
+      return subtreeSnapshots(core, spawned());
+    },
+    steer(target: string, text: string): SteerResult {
+      const r = core.registry.get(target);
+      if (r && isDescendant(r, record)) return core.registry.steer(target, text);
+      return { status: 'rejected', subagent_id: target, text: typeof text === 'string' ? text.trim() : '', reason: 'not_found' };
+    },
+    interrupt(target: string): InterruptResult {
+      const r = core.registry.get(target);
+      return r && isDescendant(r, record) ? core.registry.interrupt(target) : { found: false, subagent_id: target, interrupted: [] };
+    },
+  };
+}
+
+/** The spawned children (live or retained) and their live descendants, parents first. */
+function subtreeSnapshots(core: Core, spawned: readonly string[]): Snapshot[] {
+  const out: Snapshot[] = [];
+  const visit = (r: ChildRecord) => {
+    out.push(toSnapshot(r));
+    for (const c of r.liveChildren) visit(c);
+  };
+  for (const id of spawned) {
+    const r = core.registry.get(id);
+    if (r) visit(r);
+  }
+  return out;
+}
+
+function preview(value: unknown): string {
+  if (value === undefined) return '';
+  let s: string;
+  try {
+    s = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  } catch {
+    s = String(value);
+  }
+  return s.length > PREVIEW_CHARS ? `${s.slice(0, PREVIEW_CHARS - 1)}…` : s;
+}
