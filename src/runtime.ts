@@ -109,7 +109,6 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const queues = new Map<string, PQueue>();
   const paused = new Set<string>();
   const ownedListeners = new Set<OwnedEventListener>();
-  const noCheckpoint: Checkpoint = () => Promise.resolve();
 
   const core: Core = {
     registry,
@@ -119,8 +118,9 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     limits,
     defaultRunner: options.default_runner ?? scripted([]),
     runnerKinds: { ...builtinRunnerKinds, ...options.runner_kinds },
-    checkpoint: options.checkpoint ?? noCheckpoint,
+    checkpoint: options.checkpoint,
     emit(topic, payload, owner) {
+      if (ownedListeners.size === 0 && !bus.hasSubscribers(topic)) return;
       const event = bus.publish(topic, payload);
       for (const listener of ownedListeners) {
         try {
@@ -129,6 +129,10 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
           logger.error({ err, topic }, 'owned event listener threw');
         }
       }
+    },
+    emitAbout(topic, record, extra) {
+      if (ownedListeners.size === 0 && !bus.hasSubscribers(topic)) return;
+      core.emit(topic, record.eventPayload(extra), record.owner);
     },
     queueFor(key) {
       let q = queues.get(key);

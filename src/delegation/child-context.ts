@@ -19,6 +19,7 @@ import type {
 } from './types.ts';
 
 const PREVIEW_CHARS = 200;
+const RESOLVED: Promise<void> = Promise.resolve();
 
 export class ChildContext implements RunnerContext {
   readonly #core: Core;
@@ -72,7 +73,8 @@ export class ChildContext implements RunnerContext {
   }
 
   checkpoint(label: string): Promise<void> {
-    return this.#core.checkpoint(label, this.#record.subagent_id);
+    const seam = this.#core.checkpoint;
+    return seam ? seam(label, this.#record.subagent_id) : RESOLVED;
   }
 
   write(line: string): void {
@@ -110,7 +112,7 @@ export class ChildContext implements RunnerContext {
     record.tool_count += 1;
     record.last_tool = name;
     const item: { tool: string; status: 'ok' | 'error' | 'running' } = { tool: name, status: 'running' };
-    record.tool_trace.push(item);
+    record.addTool(item);
     const shown = preview(args);
     record.appendLine(`[tool] ${name}${shown ? ` ${shown}` : ''}`);
     this.#emit('subagent.tool', { tool_name: name, preview: shown, tool_count: record.tool_count });
@@ -171,7 +173,7 @@ export class ChildContext implements RunnerContext {
 
   /** Publishes `topic` about the child, with its identity in front of `extra`. */
   #emit(topic: string, extra: Record<string, unknown>): void {
-    this.#core.emit(topic, this.#record.eventPayload(extra), this.#record.owner);
+    this.#core.emitAbout(topic, this.#record, extra);
   }
 }
 

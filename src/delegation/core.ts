@@ -30,9 +30,15 @@ export interface Core {
   readonly limits: Limits;
   readonly defaultRunner: Runner;
   readonly runnerKinds: RunnerKinds;
-  readonly checkpoint: Checkpoint;
+  /** The test seam; undefined in production, so no await is spent on it. */
+  readonly checkpoint: Checkpoint | undefined;
   /** Publishes `topic` on the bus and to owned-event listeners. Never throws. */
   emit(topic: string, payload: Record<string, unknown>, owner: Owner | undefined): void;
+  /**
+   * Publishes `topic` about `record` (its identity, then `extra`), building the payload only if
+   * someone listens: an in-process runtime with no subscribers builds no events at all.
+   */
+  emitAbout(topic: string, record: ChildRecord, extra?: Record<string, unknown>): void;
   /** The p-queue for one parent's children (a session, the local root, or a child). */
   queueFor(key: string): PQueue;
   releaseQueue(key: string): void;

@@ -8,7 +8,7 @@ import { stopDescendants } from '../registry/registry.ts';
 import { buildCompletionEntry } from './completion.ts';
 import { ChildContext } from './child-context.ts';
 import type { Core } from './core.ts';
-import type { FinalStatus, RunOutcome, RunnerContext, Steer } from './types.ts';
+import type { CompletionEntry, FinalStatus, RunOutcome, RunnerContext, Steer } from './types.ts';
 
 type Settled =
   | { readonly kind: 'returned'; readonly outcome: RunOutcome }
@@ -24,7 +24,7 @@ export function prepareChild(core: Core, record: ChildRecord): ChildContext {
   const ctx = new ChildContext(core, record);
   const hook = record.runner.onSteer;
   core.registry.add(record, hook ? (steer) => hook.call(record.runner, steer, ctx) : undefined);
-  record.parent?.liveChildren.add(record);
+  record.parent?.addLiveChild(record);
   record.onStop(() => {
     if (record.status === 'queued' && !record.finished) finishUnstarted(core, record, ctx);
   });
@@ -37,7 +37,7 @@ export async function runChild(core: Core, record: ChildRecord, ctx: ChildContex
   record.status = 'running';
   record.started_at = clock.now();
   record.appendLine(`[start] ${record.goal}`);
-  core.emit('subagent.start', record.eventPayload(), record.owner);
+  core.emitAbout('subagent.start', record);
 
   let timer: unknown;
   if (record.timeout_ms !== undefined) timer = clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
@@ -47,7 +47,18 @@ export async function runChild(core: Core, record: ChildRecord, ctx: ChildContex
   // --- the atomic close: nothing may await between these two lines ---
   const leftovers = record.inbox.seal();
   ChildContext.close(ctx);
-  await finish(core, record, settled, leftovers);
+
+  const missed = mergePending(core, record, settled, leftovers);
+  const decided = decide(record, settled);
+  // No orphans: a child that ends stops whatever it spawned and did not wait for, and its entry
+  // comes after every descendant's (post-order).
+  if (record.liveChildren.size > 0) {
+    stopDescendants(record);
+    await Promise.all([...record.liveChildren].map((c) => c.done));
+  }
+  // Only a test's scheduler waits here; without one the entry follows the seal in the same turn.
+  if (core.checkpoint) await core.checkpoint('complete', record.subagent_id);
+  publishEntry(core, record, finalEntry(core, record, settled, decided, missed));
 }
 
 function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext): void {
@@ -65,24 +76,15 @@ function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext): vo
   publishEntry(core, record, entry);
 }
 
-async function finish(core: Core, record: ChildRecord, settled: Settled, leftovers: Steer[]): Promise<void> {
-  const missed = mergePending(core, record, settled, leftovers);
-  const { status, error, summary, exit_reason } = decide(record, settled);
-  // No orphans: a child that ends stops whatever it spawned and did not wait for, and its entry
-  // comes after every descendant's (post-order).
-  if (record.liveChildren.size > 0) {
-    stopDescendants(record);
-    await Promise.all([...record.liveChildren].map((c) => c.done));
-  }
-  await core.checkpoint('complete', record.subagent_id);
+function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: Decision, missed: readonly Steer[]): CompletionEntry {
   const outcome = settled.kind === 'returned' ? settled.outcome : undefined;
-  const entry = buildCompletionEntry({
+  return buildCompletionEntry({
     task_index: record.task_index,
     subagent_id: record.subagent_id,
-    status,
-    exit_reason,
-    summary,
-    error,
+    status: decided.status,
+    exit_reason: decided.exit_reason,
+    summary: decided.summary,
+    error: decided.error,
     api_calls: outcome?.api_calls,
     tokens: outcome?.tokens,
     duration_seconds: (core.clock.now() - (record.started_at ?? core.clock.now())) / 1000,
@@ -90,25 +92,28 @@ async function finish(core: Core, record: ChildRecord, settled: Settled, leftove
     tool_trace: record.tool_trace,
     missed: missed.map((s) => s.text),
   });
-  publishEntry(core, record, entry);
 }
 
-function publishEntry(core: Core, record: ChildRecord, entry: ReturnType<typeof buildCompletionEntry>): void {
+function publishEntry(core: Core, record: ChildRecord, entry: CompletionEntry): void {
   record.status = entry.status;
   record.finished_at = core.clock.now();
   record.appendLine(`[${entry.status}] ${entry.status === 'completed' ? entry.summary : (entry.error ?? '')}`);
-  record.parent?.liveChildren.delete(record);
+  record.parent?.removeLiveChild(record);
   core.registry.retire(record);
   core.releaseQueue(record.subagent_id);
   record.settle(entry);
-  core.emit('subagent.complete', record.eventPayload({ entry }), record.owner);
+  core.emitAbout('subagent.complete', record, { entry });
 }
 
 /** Status matrix: an abort decides first (interrupt/timeout), then a throw, then the report. */
-function decide(
-  record: ChildRecord,
-  settled: Settled,
-): { status: FinalStatus; error?: string; summary: string; exit_reason?: string } {
+interface Decision {
+  readonly status: FinalStatus;
+  readonly error?: string;
+  readonly summary: string;
+  readonly exit_reason?: string;
+}
+
+function decide(record: ChildRecord, settled: Settled): Decision {
   const outcome = settled.kind === 'returned' ? settled.outcome : undefined;
   const summary = outcome?.summary ?? record.last_text;
   if (record.stopReason === 'interrupt') return { status: 'interrupted', summary: outcome?.summary || record.last_text };

@@ -13,19 +13,24 @@ export interface TailSlice {
 
 // ignoreBOM: a leading U+FEFF is text the child wrote; the default decoder would silently drop it.
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
-const encoder = new TextEncoder();
 const SCRATCH_BYTES = 3 * TAIL_WINDOW_BYTES;
-const scratch = new Uint8Array(SCRATCH_BYTES);
+const scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+/** No buffer until the first byte: a queued child has written nothing yet. */
+const NO_BYTES = Buffer.alloc(0);
+const FIRST_BYTES = 256;
+/** Buffer.allocUnsafe serves sizes up to half its pool from the pool. */
+const POOLED_BYTES = Buffer.poolSize >>> 1;
 
 export class Transcript {
   readonly #capacity: number;
-  #buf: Uint8Array;
+  /** A Buffer, not a plain Uint8Array: Buffer#write encodes UTF-8 in place ~1.7x faster than TextEncoder#encodeInto on Node 20. */
+  #buf: Buffer;
   /** Total bytes ever written; the byte at absolute position p lives at p % capacity once full. */
   #written = 0;
 
   constructor(capacity: number = TAIL_WINDOW_BYTES) {
     this.#capacity = capacity;
-    this.#buf = new Uint8Array(Math.min(256, capacity));
+    this.#buf = NO_BYTES;
   }
 
   get offset(): number {
@@ -34,22 +39,28 @@ export class Transcript {
 
   append(text: string): void {
     if (text.length === 0) return;
-    // No fresh Uint8Array per append: encode() allocated one each time, which cost more than the
-    // copy itself (bench/cases/tail-memory.ts). UTF-8 takes at most 3 bytes per UTF-16 unit, so a
+    // No fresh array per append: encode() allocated one each time, which cost more than the copy
+    // itself (bench/cases/tail-memory.ts). UTF-8 takes at most 3 bytes per UTF-16 unit, so a
     // text that surely fits before the buffer's end (or the wrap point) is encoded in place, and
     // one that may not goes through a shared scratch (safe: this is synchronous).
     const most = text.length * 3;
     const at = this.#buf.length < this.#capacity ? this.#written : this.#written % this.#capacity;
     if (most <= this.#buf.length - at) {
-      this.#written += encoder.encodeInto(text, this.#buf.subarray(at)).written;
+      this.#written += this.#buf.write(text, at);
       return;
     }
     if (most <= SCRATCH_BYTES) {
-      const { written } = encoder.encodeInto(text, scratch);
-      this.appendBytes(scratch.subarray(0, written));
+      this.appendBytes(scratch.subarray(0, scratch.write(text, 0)));
       return;
     }
-    this.appendBytes(encoder.encode(text));
+    this.appendBytes(Buffer.from(text, 'utf8'));
+  }
+
+  appendNewline(): void {
+    const cap = this.#capacity;
+    this.#ensure(Math.min(cap, this.#written + 1));
+    this.#buf[this.#buf.length < cap ? this.#written : this.#written % cap] = 0x0a;
+    this.#written += 1;
   }
 
   appendBytes(bytes: Uint8Array): void {
@@ -105,9 +116,12 @@ export class Transcript {
 
   #ensure(size: number): void {
     if (this.#buf.length >= size) return;
-    let next = this.#buf.length;
+    let next = Math.max(this.#buf.length, FIRST_BYTES);
     while (next < size) next *= 2;
-    const grown = new Uint8Array(Math.min(next, this.#capacity));
+    next = Math.min(next, this.#capacity);
+    // Small buffers come from Node's shared pool (a slice, about 0.2 µs) rather than a fresh
+    // ArrayBuffer of their own (about 1.5 µs, and one more external object for the GC).
+    const grown = next <= POOLED_BYTES ? Buffer.allocUnsafe(next) : Buffer.allocUnsafeSlow(next);
     grown.set(this.#buf.subarray(0, this.#written));
     this.#buf = grown;
   }

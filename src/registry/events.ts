@@ -96,6 +96,11 @@ export class EventBus {
     };
   }
 
+  /** Whether any subscription matches `topic` (so a publisher can skip building the payload). */
+  hasSubscribers(topic: string): boolean {
+    return this.#matching(topic).length > 0;
+  }
+
   /** Delivers `{type: topic, ts, src, ...payload}` to every matching subscriber. Never throws. */
   publish(topic: string, payload: Record<string, unknown> = {}): EventEnvelope {
     const ts = typeof payload.ts === 'number' ? payload.ts : this.#now() / 1000;
@@ -110,20 +115,7 @@ export class EventBus {
     envelope.ts = ts;
     envelope.src = src;
     const event = envelope as EventEnvelope;
-    let matched = this.#matchCache.get(topic);
-    if (matched === undefined) {
-      try {
-        const found = new Set<Subscription>();
-        this.#match(this.#root, topic.split('.'), 0, found);
-        matched = [...found].sort((a, b) => a.order - b.order);
-      } catch (err) {
-        this.#logger.error({ err, topic }, 'event matching failed');
-        return event;
-      }
-      if (this.#matchCache.size >= MATCH_CACHE_TOPICS) this.#matchCache.clear();
-      this.#matchCache.set(topic, matched);
-    }
-    for (const sub of matched) {
+    for (const sub of this.#matching(topic)) {
       if (sub.async) {
         queueMicrotask(() => this.#call(sub, event, topic));
       } else {
@@ -131,6 +123,23 @@ export class EventBus {
       }
     }
     return event;
+  }
+
+  /** The subscriptions matching `topic`, in subscription order (cached per topic). */
+  #matching(topic: string): readonly Subscription[] {
+    let matched = this.#matchCache.get(topic);
+    if (matched !== undefined) return matched;
+    try {
+      const found = new Set<Subscription>();
+      this.#match(this.#root, topic.split('.'), 0, found);
+      matched = [...found].sort((a, b) => a.order - b.order);
+    } catch (err) {
+      this.#logger.error({ err, topic }, 'event matching failed');
+      return [];
+    }
+    if (this.#matchCache.size >= MATCH_CACHE_TOPICS) this.#matchCache.clear();
+    this.#matchCache.set(topic, matched);
+    return matched;
   }
 
   #call(sub: Subscription, event: EventEnvelope, topic: string): void {

@@ -68,7 +68,14 @@ export class ChildRecord {
     this.#lastText = text;
     this.#textFrom = null;
   }
-  readonly tool_trace: ToolTraceItem[] = [];
+  #toolTrace: ToolTraceItem[] | undefined;
+  /** Tools the child ran, in order (made on the first one). */
+  get tool_trace(): readonly ToolTraceItem[] {
+    return this.#toolTrace ?? NO_TOOLS;
+  }
+  addTool(item: ToolTraceItem): void {
+    (this.#toolTrace ??= []).push(item);
+  }
   readonly inbox = new SteerInbox();
   readonly transcript = new Transcript();
   /** Made on first use: a runner that never looks at its signal costs no controller. */
@@ -79,9 +86,18 @@ export class ChildRecord {
    * addEventListener on an AbortSignal costs about 8 µs, and a child took three of them
    * (bench/cases/delegation.ts).
    */
-  #stopHooks: Array<() => void> | undefined;
-  /** Live (not yet completed) children of this child. */
-  readonly liveChildren = new Set<ChildRecord>();
+  #stopHooks: Array<() => void> | (() => void) | undefined;
+  #liveChildren: Set<ChildRecord> | undefined;
+  /** Live (not yet completed) children of this child; most children spawn none. */
+  get liveChildren(): ReadonlySet<ChildRecord> {
+    return this.#liveChildren ?? NO_CHILDREN;
+  }
+  addLiveChild(child: ChildRecord): void {
+    (this.#liveChildren ??= new Set()).add(child);
+  }
+  removeLiveChild(child: ChildRecord): void {
+    this.#liveChildren?.delete(child);
+  }
   entry: CompletionEntry | undefined;
   readonly done: Promise<CompletionEntry>;
   #resolveDone!: (entry: CompletionEntry) => void;
@@ -108,7 +124,9 @@ export class ChildRecord {
   /** Appends one whole transcript line, closing a streamed block first. */
   appendLine(line: string): void {
     this.#closeBlock();
-    this.transcript.append(line.endsWith('\n') ? line : `${line}\n`);
+    this.transcript.append(line);
+    // A byte, not `${line}\n`: the concatenation would be flattened (copied) once more to encode.
+    if (!line.endsWith('\n')) this.transcript.appendNewline();
   }
 
   /**
@@ -193,7 +211,8 @@ export class ChildRecord {
     this.stopReason = reason;
     const hooks = this.#stopHooks;
     this.#stopHooks = undefined;
-    if (hooks) for (const hook of hooks) hook();
+    if (typeof hooks === 'function') hooks();
+    else if (hooks) for (const hook of hooks) hook();
     this.#abort?.abort(reason);
     return true;
   }
@@ -207,11 +226,18 @@ export class ChildRecord {
       hook();
       return noop;
     }
-    (this.#stopHooks ??= []).push(hook);
+    // One hook (the common case) is kept as is; an array only from the second.
+    const hooks = this.#stopHooks;
+    if (hooks === undefined) this.#stopHooks = hook;
+    else if (typeof hooks === 'function') this.#stopHooks = [hooks, hook];
+    else hooks.push(hook);
     return () => {
-      const hooks = this.#stopHooks;
-      const i = hooks ? hooks.indexOf(hook) : -1;
-      if (hooks && i >= 0) hooks.splice(i, 1);
+      const now = this.#stopHooks;
+      if (now === hook) this.#stopHooks = undefined;
+      else if (Array.isArray(now)) {
+        const i = now.indexOf(hook);
+        if (i >= 0) now.splice(i, 1);
+      }
     };
   }
 
@@ -222,3 +248,6 @@ export class ChildRecord {
 }
 
 function noop(): void {}
+
+const NO_TOOLS: readonly ToolTraceItem[] = Object.freeze([]);
+const NO_CHILDREN: ReadonlySet<ChildRecord> = new Set();
