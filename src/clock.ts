@@ -55,21 +55,21 @@ export function whenStopped(stopper: AbortSignal | StopSource, fn: () => void): 
 export function sleep(clock: Clock, ms: number, ...stoppers: Stopper[]): Promise<void> {
   return new Promise((resolve) => {
     const offs: Array<() => void> = [];
-    let handle: unknown;
     let done = false;
     const finish = () => {
       if (done) return;
       done = true;
-      if (handle !== undefined) clock.clearTimeout(handle);
+      clock.clearTimeout(handle);
       for (const off of offs) off();
       resolve();
     };
+    const handle = clock.setTimeout(finish, Math.max(0, ms));
     for (const s of stoppers) {
       if (s === undefined) continue;
       offs.push(whenStopped(s, finish));
-      if (done) return finish();
+      // Already stopped: finish ran (and undid the hooks before this one; this one is a no-op).
+      if (done) return;
     }
-    handle = clock.setTimeout(finish, Math.max(0, ms));
   });
 }
 

@@ -2,7 +2,6 @@
 // maps throw/abort/timeout to a status, seals the steer inbox and publishes exactly one entry.
 // The order at the end is the steer promise: seal (stop accepting + take leftovers, one
 // synchronous step) -> wait for descendants' entries -> the entry and its event.
-import { ErrorCode, SubrunError } from '../errors.ts';
 import type { ChildRecord } from '../registry/record.ts';
 import { stopDescendants } from '../registry/registry.ts';
 import { buildCompletionEntry } from './completion.ts';

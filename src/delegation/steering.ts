@@ -116,7 +116,8 @@ export class SteerInbox {
       for (const s of stoppers) {
         if (s === undefined) continue;
         offs.push(whenStopped(s, finish));
-        if (done) return finish();
+        // Already stopped: finish ran (and undid the hooks before this one; this one is a no-op).
+        if (done) return;
       }
       (this.#waiters ??= new Set()).add(finish);
     });
