@@ -2,7 +2,8 @@
 // p-queue and return at once with the ids and a promise of the entries (ordered by task_index).
 import { z } from 'zod';
 import { ErrorCode, SubrunError, type Issue } from '../errors.ts';
-import { ChildRecord } from '../registry/record.ts';
+import { ChildRecord, type SettleListener } from '../registry/record.ts';
+import type { ChildContext } from './child-context.ts';
 import type { Core } from './core.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
 import { prepareChild, runChild } from './run-child.ts';
@@ -131,7 +132,11 @@ export function spawn(
   if (core.isPaused(owner)) throw new SubrunError(ErrorCode.SpawnPaused, 'spawning is paused');
 
   const delegation_id = core.ids.delegation();
-  const children = tasks.map((task, task_index) => {
+  const batch = new Batch(tasks.length);
+  const records: ChildRecord[] = [];
+  const contexts: ChildContext[] = [];
+  for (let task_index = 0; task_index < tasks.length; task_index++) {
+    const task = tasks[task_index] as ResolvedTask;
     const record = new ChildRecord({
       subagent_id: core.ids.subagent(),
       parent_id: parent?.subagent_id ?? null,
@@ -145,28 +150,57 @@ export function spawn(
       owner,
       parent,
       timeout_ms: opts.data.timeout_ms,
+      batch,
     });
-    const live = prepareChild(core, record);
+    records.push(record);
+    contexts.push(prepareChild(core, record));
     core.emitAbout('subagent.spawn_requested', record);
-    return { record, live };
-  });
-  const subagent_ids = children.map((c) => c.record.subagent_id);
+  }
+  const subagent_ids = records.map((r) => r.subagent_id);
   core.emit('delegation.dispatched', { delegation_id, subagent_ids, count: subagent_ids.length, src: delegation_id }, owner);
 
   // A child spawned under a parent that is already stopping starts stopped (and completes at once).
-  if (parent?.stopped) for (const { record } of children) record.stop('interrupt');
+  if (parent?.stopped) for (const record of records) record.stop('interrupt');
 
   const queue = core.queueFor(parent?.subagent_id ?? `root:${owner?.session_id ?? ''}`);
-  for (const { record, live } of children) {
-    if (record.finished) continue;
-    queue.add(() => runChild(core, record, live)).catch((err: unknown) => {
-      core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
-    });
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i] as ChildRecord;
+    const ctx = contexts[i] as ChildContext;
+    // runChild never rejects (it logs what it cannot handle), so no catch handler per child.
+    if (!record.finished) void queue.add(() => runChild(core, record, ctx));
   }
 
-  const results: Promise<CompletionEntry[]> = Promise.all(children.map((c) => c.record.done)).then((entries) => {
+  // Emitted a turn after the last child's entry, so after its subagent.complete.
+  const results = batch.results.then((entries) => {
     core.emit('delegation.complete', { delegation_id, results: entries, src: delegation_id }, owner);
     return entries;
   });
-  return { delegation_id, subagent_ids, results, each: children.map((c) => c.record.done) };
+  let each: Promise<CompletionEntry>[] | undefined;
+  return {
+    delegation_id,
+    subagent_ids,
+    results,
+    get each() {
+      return (each ??= records.map((r) => r.done));
+    },
+  };
+}
+
+/** Collects one delegation's entries by task_index; resolves when the last child settles. */
+class Batch implements SettleListener {
+  readonly #entries: CompletionEntry[];
+  #left: number;
+  #resolve!: (entries: CompletionEntry[]) => void;
+  readonly results: Promise<CompletionEntry[]>;
+
+  constructor(count: number) {
+    this.#entries = new Array<CompletionEntry>(count);
+    this.#left = count;
+    this.results = new Promise((resolve) => (this.#resolve = resolve));
+  }
+
+  childSettled(record: ChildRecord, entry: CompletionEntry): void {
+    this.#entries[record.task_index] = entry;
+    if (--this.#left === 0) this.#resolve(this.#entries);
+  }
 }

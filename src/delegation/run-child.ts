@@ -30,34 +30,40 @@ export function prepareChild(core: Core, record: ChildRecord): ChildContext {
   return ctx;
 }
 
+/** Runs a queued child to its entry. Never rejects: what it cannot handle is logged. */
 export async function runChild(core: Core, record: ChildRecord, ctx: ChildContext): Promise<void> {
-  if (record.finished || record.status !== 'queued') return;
-  const { clock } = core;
-  record.status = 'running';
-  record.started_at = clock.now();
-  record.appendLine(`[start] ${record.goal}`);
-  core.emitAbout('subagent.start', record);
+  try {
+    if (record.finished || record.status !== 'queued') return;
+    const { clock } = core;
+    record.status = 'running';
+    record.started_at = clock.now();
+    record.appendLine(`[start] ${record.goal}`);
+    core.emitAbout('subagent.start', record);
 
-  let timer: unknown;
-  if (record.timeout_ms !== undefined) timer = clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
-  const settled = await settleOrAbandon(core, record, ctx);
-  if (timer !== undefined) clock.clearTimeout(timer);
+    let timer: unknown;
+    if (record.timeout_ms !== undefined) timer = clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
+    const settled = await settleOrAbandon(core, record, ctx);
+    if (timer !== undefined) clock.clearTimeout(timer);
 
-  // --- the atomic close: nothing may await between these two lines ---
-  const leftovers = record.inbox.seal();
-  ChildContext.close(ctx);
+    // --- the atomic close: nothing may await between these two lines ---
+    const leftovers = record.inbox.seal();
+    ChildContext.close(ctx);
 
-  const missed = mergePending(core, record, settled, leftovers);
-  const decided = decide(record, settled);
-  // No orphans: a child that ends stops whatever it spawned and did not wait for, and its entry
-  // comes after every descendant's (post-order).
-  if (record.liveChildren.size > 0) {
-    stopDescendants(record);
-    await Promise.all([...record.liveChildren].map((c) => c.done));
+    const missed = mergePending(core, record, settled, leftovers);
+    const decided = decide(record, settled);
+    // No orphans: a child that ends stops whatever it spawned and did not wait for, and its entry
+    // comes after every descendant's (post-order).
+    if (record.liveChildren.size > 0) {
+      stopDescendants(record);
+      await Promise.all([...record.liveChildren].map((c) => c.done));
+    }
+    // Only a test's scheduler waits here; without one the entry follows the seal in the same turn.
+    if (core.checkpoint) await core.checkpoint('complete', record.subagent_id);
+    publishEntry(core, record, finalEntry(core, record, settled, decided, missed));
+  } catch (err) {
+    // A fault of the runtime itself (a runner's throw is an outcome, handled above).
+    core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
   }
-  // Only a test's scheduler waits here; without one the entry follows the seal in the same turn.
-  if (core.checkpoint) await core.checkpoint('complete', record.subagent_id);
-  publishEntry(core, record, finalEntry(core, record, settled, decided, missed));
 }
 
 function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext): void {

@@ -44,7 +44,10 @@ export class Transcript {
     // text that surely fits before the buffer's end (or the wrap point) is encoded in place, and
     // one that may not goes through a shared scratch (safe: this is synchronous).
     const most = text.length * 3;
-    const at = this.#buf.length < this.#capacity ? this.#written : this.#written % this.#capacity;
+    const cap = this.#capacity;
+    // Still growing: make room first, so the text is encoded straight into place.
+    if (this.#buf.length < cap) this.#ensure(Math.min(cap, this.#written + most));
+    const at = this.#buf.length < cap ? this.#written : this.#written % cap;
     if (most <= this.#buf.length - at) {
       this.#written += this.#buf.write(text, at);
       return;

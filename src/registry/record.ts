@@ -18,12 +18,18 @@ export interface ChildIdentity {
   readonly goal: string;
 }
 
+/** Told of each child's entry as it is settled (a delegation collecting its results). */
+export interface SettleListener {
+  childSettled(record: ChildRecord, entry: CompletionEntry): void;
+}
+
 export interface ChildInit extends ChildIdentity {
   readonly context: string | undefined;
   readonly runner: Runner;
   readonly owner: Owner | undefined;
   readonly parent: ChildRecord | null;
   readonly timeout_ms: number | undefined;
+  readonly batch?: SettleListener;
 }
 
 export class ChildRecord {
@@ -99,8 +105,10 @@ export class ChildRecord {
     this.#liveChildren?.delete(child);
   }
   entry: CompletionEntry | undefined;
-  readonly done: Promise<CompletionEntry>;
-  #resolveDone!: (entry: CompletionEntry) => void;
+  /** Made on first use (see `done`). */
+  #done: Promise<CompletionEntry> | undefined;
+  #resolveDone: ((entry: CompletionEntry) => void) | undefined;
+  readonly #batch: SettleListener | undefined;
 
   constructor(init: ChildInit) {
     this.subagent_id = init.subagent_id;
@@ -116,7 +124,19 @@ export class ChildRecord {
     this.owner = init.owner;
     this.parent = init.parent;
     this.timeout_ms = init.timeout_ms;
-    this.done = new Promise((resolve) => (this.#resolveDone = resolve));
+    this.#batch = init.batch;
+  }
+
+  /**
+   * Resolves with the completion entry. Made on first use: the delegation's results are collected
+   * through its batch instead, so a child nobody awaits one by one costs no promise of its own.
+   */
+  get done(): Promise<CompletionEntry> {
+    if (this.#done === undefined) {
+      const entry = this.entry;
+      this.#done = entry ? Promise.resolve(entry) : new Promise((resolve) => (this.#resolveDone = resolve));
+    }
+    return this.#done;
   }
 
   #block: 'text' | 'thinking' | null = null;
@@ -243,7 +263,8 @@ export class ChildRecord {
 
   settle(entry: CompletionEntry): void {
     this.entry = entry;
-    this.#resolveDone(entry);
+    this.#resolveDone?.(entry);
+    this.#batch?.childSettled(this, entry);
   }
 }
 
