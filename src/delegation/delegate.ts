@@ -3,10 +3,9 @@
 import { z } from 'zod';
 import { ErrorCode, SubrunError, type Issue } from '../errors.ts';
 import { ChildRecord, type SettleListener } from '../registry/record.ts';
-import type { ChildContext } from './child-context.ts';
 import type { Core } from './core.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
-import { prepareChild, runChild } from './run-child.ts';
+import { LiveChild } from './run-child.ts';
 import type { CompletionEntry, DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from './types.ts';
 
 function isRunner(v: unknown): v is Runner {
@@ -134,7 +133,7 @@ export function spawn(
   const delegation_id = core.ids.delegation();
   const batch = new Batch(tasks.length);
   const records: ChildRecord[] = [];
-  const contexts: ChildContext[] = [];
+  const lives: LiveChild[] = [];
   for (let task_index = 0; task_index < tasks.length; task_index++) {
     const task = tasks[task_index] as ResolvedTask;
     const record = new ChildRecord({
@@ -153,7 +152,7 @@ export function spawn(
       batch,
     });
     records.push(record);
-    contexts.push(prepareChild(core, record));
+    lives.push(new LiveChild(core, record));
     core.emitAbout('subagent.spawn_requested', record);
   }
   const subagent_ids = records.map((r) => r.subagent_id);
@@ -163,11 +162,8 @@ export function spawn(
   if (parent?.stopped) for (const record of records) record.stop('interrupt');
 
   const queue = core.queueFor(parent?.subagent_id ?? `root:${owner?.session_id ?? ''}`);
-  for (let i = 0; i < records.length; i++) {
-    const record = records[i] as ChildRecord;
-    const ctx = contexts[i] as ChildContext;
-    // runChild never rejects (it logs what it cannot handle), so no catch handler per child.
-    if (!record.finished) void queue.add(() => runChild(core, record, ctx));
+  for (const live of lives) {
+    if (!live.record.finished) void queue.add(() => live.holdSlot());
   }
 
   // Emitted a turn after the last child's entry, so after its subagent.complete.

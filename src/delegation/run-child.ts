@@ -7,7 +7,7 @@ import { stopDescendants } from '../registry/registry.ts';
 import { buildCompletionEntry } from './completion.ts';
 import { ChildContext } from './child-context.ts';
 import type { Core } from './core.ts';
-import type { CompletionEntry, FinalStatus, RunOutcome, RunnerContext, Steer } from './types.ts';
+import type { CompletionEntry, FinalStatus, RunOutcome, Steer } from './types.ts';
 
 type Settled =
   | { readonly kind: 'returned'; readonly outcome: RunOutcome }
@@ -15,40 +15,88 @@ type Settled =
   | { readonly kind: 'abandoned' };
 
 /**
- * Registers a new child's hooks; a child stopped while still queued completes at once. (Its
- * p-queue entry stays and returns at once when its turn comes: p-queue takes a child out early
- * only through an AbortSignal listener, which costs more than the empty turn.)
+ * One child between spawn and entry: its context, its timers and the lifecycle. One object per
+ * child with the lifecycle as methods: per-child closures, promises and a race around the runner
+ * were most of what a child cost beyond the runner itself (bench/cases/delegation.ts).
  */
-export function prepareChild(core: Core, record: ChildRecord): ChildContext {
-  const ctx = new ChildContext(core, record);
-  const hook = record.runner.onSteer;
-  core.registry.add(record, hook ? (steer) => hook.call(record.runner, steer, ctx) : undefined);
-  record.parent?.addLiveChild(record);
-  record.onStop(() => {
-    if (record.status === 'queued' && !record.finished) finishUnstarted(core, record, ctx);
-  });
-  return ctx;
-}
+export class LiveChild {
+  readonly ctx: ChildContext;
+  #timeout: unknown;
+  #grace: unknown;
 
-/** Runs a queued child to its entry. Never rejects: what it cannot handle is logged. */
-export async function runChild(core: Core, record: ChildRecord, ctx: ChildContext): Promise<void> {
-  try {
-    if (record.finished || record.status !== 'queued') return;
-    const { clock } = core;
-    record.status = 'running';
-    record.started_at = clock.now();
-    record.appendLine(`[start] ${record.goal}`);
-    core.emitAbout('subagent.start', record);
+  /** Registers the child; one stopped while still queued completes at once. */
+  constructor(
+    private readonly core: Core,
+    readonly record: ChildRecord,
+  ) {
+    const ctx = (this.ctx = new ChildContext(core, record));
+    const hook = record.runner.onSteer;
+    core.registry.add(record, hook ? (steer) => hook.call(record.runner, steer, ctx) : undefined);
+    record.parent?.addLiveChild(record);
+    record.onStop(() => this.#stopped());
+  }
 
-    let timer: unknown;
-    if (record.timeout_ms !== undefined) timer = clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
-    const settled = await settleOrAbandon(core, record, ctx);
-    if (timer !== undefined) clock.clearTimeout(timer);
+  /**
+   * What p-queue runs: starts the child and holds the slot until its entry is out, whether the
+   * runner returned or was abandoned (a runner that never settles must not keep its slot). Never
+   * rejects. (A child stopped while queued keeps its p-queue entry, which returns at once when its
+   * turn comes: p-queue takes an entry out early only through an AbortSignal listener, which costs
+   * more than the empty turn.)
+   */
+  holdSlot(): Promise<unknown> {
+    void this.run();
+    return this.record.done;
+  }
 
+  /** Runs a queued child to its entry. Never rejects: what it cannot handle is logged. */
+  async run(): Promise<void> {
+    const { core, record } = this;
+    try {
+      if (record.finished || record.status !== 'queued') return;
+      record.status = 'running';
+      record.started_at = core.clock.now();
+      record.appendLine(`[start] ${record.goal}`);
+      core.emitAbout('subagent.start', record);
+      if (record.timeout_ms !== undefined) this.#timeout = core.clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
+
+      let settled: Settled;
+      try {
+        const outcome: unknown = await record.runner.run(this.ctx);
+        settled = isOutcome(outcome) ? { kind: 'returned', outcome } : { kind: 'threw', error: new Error('runner returned an invalid outcome') };
+      } catch (error) {
+        settled = { kind: 'threw', error };
+      }
+      // Abandoned meanwhile (it ignored a stop for the grace period): that entry is out already.
+      if (!record.inbox.accepting) return;
+      await this.#finish(settled);
+    } catch (err) {
+      // A fault of the runtime itself (a runner's throw is an outcome, handled above).
+      core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
+    }
+  }
+
+  #stopped(): void {
+    const { core, record } = this;
+    if (record.status === 'queued') {
+      if (!record.finished) finishUnstarted(core, record, this.ctx);
+      return;
+    }
+    // A runner that ignores its signal is abandoned after the grace period; its late effects hit
+    // a closed context and its late return is ignored.
+    this.#grace = core.clock.setTimeout(() => {
+      if (!record.inbox.accepting) return;
+      this.#finish({ kind: 'abandoned' }).catch((err: unknown) => core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed'));
+    }, core.limits.interrupt_grace_ms);
+  }
+
+  async #finish(settled: Settled): Promise<void> {
+    const { core, record } = this;
     // --- the atomic close: nothing may await between these two lines ---
     const leftovers = record.inbox.seal();
-    ChildContext.close(ctx);
+    ChildContext.close(this.ctx);
 
+    if (this.#timeout !== undefined) core.clock.clearTimeout(this.#timeout);
+    if (this.#grace !== undefined) core.clock.clearTimeout(this.#grace);
     const missed = mergePending(core, record, settled, leftovers);
     const decided = decide(record, settled);
     // No orphans: a child that ends stops whatever it spawned and did not wait for, and its entry
@@ -60,9 +108,6 @@ export async function runChild(core: Core, record: ChildRecord, ctx: ChildContex
     // Only a test's scheduler waits here; without one the entry follows the seal in the same turn.
     if (core.checkpoint) await core.checkpoint('complete', record.subagent_id);
     publishEntry(core, record, finalEntry(core, record, settled, decided, missed));
-  } catch (err) {
-    // A fault of the runtime itself (a runner's throw is an outcome, handled above).
-    core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
   }
 }
 
@@ -151,54 +196,6 @@ function mergePending(core: Core, record: ChildRecord, settled: Settled, leftove
     core.logger.warn({ subagent_id: record.subagent_id, count: unknown.length }, 'runner handed back steers it had delivered or never took; ignored');
   }
   return leftovers;
-}
-
-/**
- * The runner's outcome, or `abandoned` when it ignores a stop for the grace period (its late
- * effects then hit a closed context). One promise, no race: Promise.race and an extra "abandoned"
- * promise per child were a tenth of a delegation's allocation (bench/cases/delegation.ts).
- */
-function settleOrAbandon(core: Core, record: ChildRecord, ctx: RunnerContext): Promise<Settled> {
-  let running: Promise<RunOutcome>;
-  try {
-    running = record.runner.run(ctx);
-  } catch (error) {
-    return Promise.resolve({ kind: 'threw', error });
-  }
-  return new Promise<Settled>((resolve) => {
-    const wait = new Settlement(core, record, resolve);
-    Promise.resolve(running).then(
-      (outcome) => wait.settle(isOutcome(outcome) ? { kind: 'returned', outcome } : { kind: 'threw', error: new Error('runner returned an invalid outcome') }),
-      (error: unknown) => wait.settle({ kind: 'threw', error }),
-    );
-  });
-}
-
-/** Resolves once: with the runner's result, or `abandoned` a grace period after a stop. */
-class Settlement {
-  #timer: unknown;
-  #done = false;
-  readonly #cancel: () => void;
-
-  constructor(
-    private readonly core: Core,
-    record: ChildRecord,
-    private readonly resolve: (settled: Settled) => void,
-  ) {
-    this.#cancel = record.onStop(() => this.#arm());
-  }
-
-  #arm(): void {
-    if (!this.#done) this.#timer = this.core.clock.setTimeout(() => this.settle({ kind: 'abandoned' }), this.core.limits.interrupt_grace_ms);
-  }
-
-  settle(settled: Settled): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#cancel();
-    if (this.#timer !== undefined) this.core.clock.clearTimeout(this.#timer);
-    this.resolve(settled);
-  }
 }
 
 function isOutcome(value: unknown): value is RunOutcome {
