@@ -2,7 +2,7 @@
 // maps throw/abort/timeout to a status, seals the steer inbox and publishes exactly one entry.
 // The order at the end is the steer promise: seal (stop accepting + take leftovers, one
 // synchronous step) -> wait for descendants' entries -> the entry and its event.
-import type { ChildRecord } from '../registry/record.ts';
+import type { ChildRecord, StopListener } from '../registry/record.ts';
 import { stopDescendants } from '../registry/registry.ts';
 import { buildCompletionEntry } from './completion.ts';
 import { ChildContext } from './child-context.ts';
@@ -19,7 +19,7 @@ type Settled =
  * child with the lifecycle as methods: per-child closures, promises and a race around the runner
  * were most of what a child cost beyond the runner itself (bench/cases/delegation.ts).
  */
-export class LiveChild {
+export class LiveChild implements StopListener {
   readonly ctx: ChildContext;
   #timeout: unknown;
   #grace: unknown;
@@ -33,7 +33,7 @@ export class LiveChild {
     const hook = record.runner.onSteer;
     core.registry.add(record, hook ? (steer) => hook.call(record.runner, steer, ctx) : undefined);
     record.parent?.addLiveChild(record);
-    record.onStop(() => this.#stopped());
+    record.setLifecycle(this);
   }
 
   /**
@@ -75,7 +75,8 @@ export class LiveChild {
     }
   }
 
-  #stopped(): void {
+  /** Called by the record on a stop (interrupt, timeout, an ancestor's stop). */
+  childStopped(): void {
     const { core, record } = this;
     if (record.status === 'queued') {
       if (!record.finished) finishUnstarted(core, record, this.ctx);

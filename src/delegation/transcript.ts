@@ -17,7 +17,8 @@ const SCRATCH_BYTES = 3 * TAIL_WINDOW_BYTES;
 const scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
 /** No buffer until the first byte: a queued child has written nothing yet. */
 const NO_BYTES = Buffer.alloc(0);
-const FIRST_BYTES = 256;
+/** The first buffer: a quiet child's `[start]` line fits; growth doubles from there. */
+const FIRST_BYTES = 64;
 /** Buffer.allocUnsafe serves sizes up to half its pool from the pool. */
 const POOLED_BYTES = Buffer.poolSize >>> 1;
 

@@ -18,6 +18,11 @@ export interface ChildIdentity {
   readonly goal: string;
 }
 
+/** Told when a child is stopped, before any other hook and before its signal aborts. */
+export interface StopListener {
+  childStopped(): void;
+}
+
 /** Told of each child's entry as it is settled (a delegation collecting its results). */
 export interface SettleListener {
   childSettled(record: ChildRecord, entry: CompletionEntry): void;
@@ -93,6 +98,8 @@ export class ChildRecord {
    * (bench/cases/delegation.ts).
    */
   #stopHooks: Array<() => void> | (() => void) | undefined;
+  /** The runtime's own lifecycle for this child, told first on a stop (no closure per child). */
+  #lifecycle: StopListener | undefined;
   #liveChildren: Set<ChildRecord> | undefined;
   /** Live (not yet completed) children of this child; most children spawn none. */
   get liveChildren(): ReadonlySet<ChildRecord> {
@@ -229,12 +236,18 @@ export class ChildRecord {
   stop(reason: StopReason): boolean {
     if (this.stopReason !== undefined || this.entry !== undefined || !this.inbox.accepting) return false;
     this.stopReason = reason;
+    this.#lifecycle?.childStopped();
     const hooks = this.#stopHooks;
     this.#stopHooks = undefined;
     if (typeof hooks === 'function') hooks();
     else if (hooks) for (const hook of hooks) hook();
     this.#abort?.abort(reason);
     return true;
+  }
+
+  /** Sets the lifecycle told of this child's stop (once, by the runtime). */
+  setLifecycle(lifecycle: StopListener): void {
+    this.#lifecycle = lifecycle;
   }
 
   /**
