@@ -31,6 +31,22 @@ describe('SteerInbox', () => {
     expect(inbox.queuedCount).toBe(2);
   });
 
+  it('takeDelivered hands over the queue in FIFO order as delivered: nothing of it is pending or comes back at seal', () => {
+    const inbox = new SteerInbox();
+    inbox.push('st_a', 'één');
+    inbox.push('st_b', 'two');
+    const taken = inbox.take();
+    inbox.push('st_c', 'three');
+    expect(texts(inbox.takeDelivered())).toEqual(['three']);
+    // Only the two-phase steers are still pending (both taken, not confirmed: 'één' is 5 bytes, 'two' 3).
+    expect(inbox.pendingCount).toBe(2);
+    expect(inbox.pendingBytes).toBe(8);
+    expect(inbox.takeDelivered()).toEqual([]);
+    expect(texts(inbox.seal())).toEqual(texts(taken));
+    inbox.push('st_d', 'late');
+    expect(inbox.takeDelivered()).toEqual([]);
+  });
+
   it('take returns everything queued in FIFO order and empties the queue', () => {
     const inbox = new SteerInbox();
     for (const t of ['a', 'b', 'c', 'd']) inbox.push(`st_${t}`, t);

@@ -130,8 +130,7 @@ export class ChildContext implements RunnerContext {
 
   deliverSteers(): Steer[] {
     if (!this.#open) return [];
-    const inbox = this.#record.inbox;
-    const delivered = inbox.confirm(inbox.take());
+    const delivered = this.#record.inbox.takeDelivered();
     this.#markDelivered(delivered);
     return delivered;
   }

@@ -66,6 +66,18 @@ export class SteerInbox {
     return taken;
   }
 
+  /**
+   * Takes every queued steer and marks it delivered in one step (take + confirm without passing
+   * through the taken set): for runners that deliver as they take.
+   */
+  takeDelivered(): Steer[] {
+    if (this.#sealed || this.#queued.length === 0) return [];
+    const delivered = this.#queued;
+    this.#queued = [];
+    for (const s of delivered) this.#pendingBytes -= Buffer.byteLength(s.text, 'utf8');
+    return delivered;
+  }
+
   /** Marks taken steers delivered; returns those newly confirmed (none after seal). */
   confirm(steers: readonly Steer[]): Steer[] {
     const taken = this.#taken;
