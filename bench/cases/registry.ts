@@ -6,11 +6,16 @@
 // running a runner that only parks until it is stopped, so every one of them is live and at a
 // point where it could deliver. Steers and drains go round-robin over all N children, so a larger
 // N is also a larger working set (the honest case: a host steers whichever child it likes).
+//
+// Beside every size runs the floor (bench/cases/registry-bare.ts): the same three calls on a bare
+// Map of child entries spread through memory as live children are. What N adds to the floor is
+// what memory latency alone costs at that size; subrun's growth is reported against it.
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import type { Owner, Runner, RunnerContext } from '../../src/delegation/types.ts';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { micro, until, type MicroOptions, type MicroTask } from '../lib/micro.ts';
 import { row, type Row } from '../lib/stats.ts';
+import { bareFleet, bareTasks, SPREAD_BYTES, type BareFleet } from './registry-bare.ts';
 
 const OWNER: Owner = { session_id: 'ses_bench', transport: 'tr_bench', generation: 1 };
 const STEER_TEXT = 'also run the integration tests before you finish';
@@ -242,7 +247,15 @@ export const registryCase: BenchCase = {
         },
       });
     }
+    // The floor at every size: the bare structure (bench/cases/registry-bare.ts).
+    const bares = new Map<number, BareFleet>();
+    for (const n of sizes) {
+      const b = bareFleet(n);
+      bares.set(n, b);
+      tasks.push(...bareTasks(b, STEER_TEXT, B, interruptBudget));
+    }
     const res = await micro(tasks, mo);
+    bares.clear();
     for (const [name, r] of res) opts.log(`registry: ${name} ${r.ns.toFixed(0)} ns/op (rounds ${r.rounds.map((x) => x.toFixed(0)).join(' ')})`);
     for (const [n, f] of fleets) {
       await until(() => f.runtime.liveCount === n, 10_000, 'interrupted children to finish');
@@ -253,22 +266,49 @@ export const registryCase: BenchCase = {
     const rows: Row[] = [];
     const small = sizes[0] as number;
     const big = sizes[sizes.length - 1] as number;
+    const ns = (name: string) => res.get(name)?.ns as number;
     for (const op of ['steer', 'drain', 'interrupt']) {
+      const floor = ns(`bare_${op}@${big}`) / ns(`bare_${op}@${small}`);
       for (const n of sizes.slice(1)) {
         const mid = sizes[1] as number;
-        const vsMid = n === big && mid !== big ? (res.get(`${op}@${n}`)?.ns as number) / (res.get(`${op}@${mid}`)?.ns as number) : null;
+        const vsMid = n === big && mid !== big ? ns(`${op}@${n}`) / ns(`${op}@${mid}`) : null;
+        const notes = [
+          ...(vsMid !== null ? [`${vsMid.toFixed(2)}x the cost @${label(mid)}`] : []),
+          ...(n === big ? [`the bare floor itself grows ${floor.toFixed(2)}x from @${label(small)} (.floor)`] : []),
+        ];
         rows.push(
           row({
             case: `registry.${op}@${label(n)}`,
-            figure: res.get(`${op}@${n}`)?.ns as number,
+            figure: ns(`${op}@${n}`),
             unit: 'ns/op',
-            baseline: res.get(`${op}@${small}`)?.ns as number,
+            baseline: ns(`${op}@${small}`),
             baseline_unit: `ns/op @${label(small)}`,
             ...(n === big ? { goal: '<= 1.5' } : {}),
-            ...(vsMid !== null ? { note: `${vsMid.toFixed(2)}x the cost @${label(mid)}` } : {}),
+            ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
           }),
         );
       }
+      rows.push(
+        // What N does to the least any registry must do: a cheap call cannot stay flat when its
+        // few memory reads go from cache to DRAM.
+        row({
+          case: `registry.${op}@${label(big)}.floor`,
+          figure: ns(`bare_${op}@${big}`),
+          unit: 'ns/op',
+          baseline: ns(`bare_${op}@${small}`),
+          baseline_unit: `ns/op @${label(small)} (bare)`,
+          note: `the bare structure: a Map to entries spread ${SPREAD_BYTES / 1024} KiB apart (bench/cases/registry-bare.ts)`,
+        }),
+        // The time N adds to a subrun call against the time it adds to the bare one: how much
+        // more state subrun reads per call, in memory stalls.
+        row({
+          case: `registry.${op}@${label(big)}.added_vs_floor`,
+          figure: ns(`${op}@${big}`) - ns(`${op}@${small}`),
+          unit: `ns added @${label(small)} -> @${label(big)}`,
+          baseline: ns(`bare_${op}@${big}`) - ns(`bare_${op}@${small}`),
+          baseline_unit: 'ns added (bare)',
+        }),
+      );
     }
 
     for (const op of ['steer', 'drain']) {
