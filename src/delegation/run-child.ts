@@ -68,7 +68,8 @@ export class LiveChild implements StopListener {
       }
       // Abandoned meanwhile (it ignored a stop for the grace period): that entry is out already.
       if (!record.inbox.accepting) return;
-      await this.#finish(settled);
+      const later = this.#finish(settled);
+      if (later) await later;
     } catch (err) {
       // A fault of the runtime itself (a runner's throw is an outcome, handled above).
       core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
@@ -84,13 +85,25 @@ export class LiveChild implements StopListener {
     }
     // A runner that ignores its signal is abandoned after the grace period; its late effects hit
     // a closed context and its late return is ignored.
-    this.#grace = core.clock.setTimeout(() => {
-      if (!record.inbox.accepting) return;
-      this.#finish({ kind: 'abandoned' }).catch((err: unknown) => core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed'));
-    }, core.limits.interrupt_grace_ms);
+    this.#grace = core.clock.setTimeout(() => this.#abandon(), core.limits.interrupt_grace_ms);
   }
 
-  async #finish(settled: Settled): Promise<void> {
+  #abandon(): void {
+    const { core, record } = this;
+    if (!record.inbox.accepting) return;
+    const failed = (err: unknown) => core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
+    try {
+      this.#finish({ kind: 'abandoned' })?.catch(failed);
+    } catch (err) {
+      failed(err);
+    }
+  }
+
+  /**
+   * Seals, decides and publishes the entry. Synchronous unless there are descendants to wait for
+   * or a test seam to pass: no async frame per child for the common case.
+   */
+  #finish(settled: Settled): Promise<void> | undefined {
     const { core, record } = this;
     // --- the atomic close: nothing may await between these two lines ---
     const leftovers = record.inbox.seal();
@@ -100,6 +113,13 @@ export class LiveChild implements StopListener {
     if (this.#grace !== undefined) core.clock.clearTimeout(this.#grace);
     const missed = mergePending(core, record, settled, leftovers);
     const decided = decide(record, settled);
+    if (record.liveChildren.size > 0 || core.checkpoint) return this.#publishLater(settled, decided, missed);
+    publishEntry(core, record, finalEntry(core, record, settled, decided, missed));
+    return undefined;
+  }
+
+  async #publishLater(settled: Settled, decided: Decision, missed: readonly Steer[]): Promise<void> {
+    const { core, record } = this;
     // No orphans: a child that ends stops whatever it spawned and did not wait for, and its entry
     // comes after every descendant's (post-order).
     if (record.liveChildren.size > 0) {
