@@ -1,18 +1,30 @@
 // One connection = one transport. Parses what arrives, runs calls through the dispatch table
 // (no if-chains on method names), and writes every reply and event through one write path, so
 // concurrent replies and events never interleave. Exactly one response per request.
+//
+// A message whose handlers all answer synchronously is answered without promises (its reply is
+// queued as one microtask, so it still leaves after the turn that read it, as an awaited reply
+// did): under pipelined load (bench/cases/rpc-stdio.ts) an async function, Promise.all and their
+// awaits per request were bookkeeping only. A handler that returns a promise (or any thenable) is
+// awaited as before.
 import type { Logger } from '../log.ts';
 import type { CallContext, MethodDef, ServerState } from './context.ts';
 import { RpcCode, RpcError, toRpcError } from './errors.ts';
-import { errorResponse, isResponse, parseMessage, resultResponse, type Call, type Response } from './jsonrpc.ts';
+import { errorResponse, isResponse, parseMessage, resultResponse, type Call, type Item, type Response } from './jsonrpc.ts';
+import { JsonText } from './json-text.ts';
 import type { Transport } from './transports/transport.ts';
+
+const DONE: Promise<void> = Promise.resolve();
+
+type Reply = Response | null | Promise<Response | null>;
 
 export class Connection {
   readonly id: string;
   readonly #transport: Transport;
   readonly #methods: ReadonlyMap<string, MethodDef>;
-  readonly #server: ServerState;
   readonly #logger: Logger;
+  /** The same for every call on this connection: made once, not per request. */
+  readonly #ctx: CallContext;
   #closed = false;
   #onClose: () => void;
   #resolveClosed!: () => void;
@@ -23,11 +35,18 @@ export class Connection {
     this.id = id;
     this.#transport = transport;
     this.#methods = methods;
-    this.#server = server;
+    this.#ctx = { server, transport: id };
     this.#logger = logger;
     this.#onClose = onClose;
     transport.onmessage = (text) => {
-      this.handle(text).catch((err: unknown) => this.#logger.error({ err }, 'message handling failed'));
+      let pending: Promise<void> | undefined;
+      try {
+        pending = this.#receive(text);
+      } catch (err) {
+        this.#failedMessage(err);
+        return;
+      }
+      pending?.catch((err: unknown) => this.#failedMessage(err));
     };
     transport.onclose = () => this.#closedByPeer();
   }
@@ -52,60 +71,123 @@ export class Connection {
   }
 
   /** Handles one received message; resolves once its reply (if any) was written. */
-  async handle(text: string): Promise<void> {
+  handle(text: string): Promise<void> {
+    try {
+      return this.#receive(text) ?? DONE;
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  /** Answers one message; returns a promise only if some handler answered asynchronously. */
+  #receive(text: string): Promise<void> | undefined {
     const parsed = parseMessage(text);
-    if (isResponse(parsed)) return this.#write(parsed);
-    const replies = await Promise.all(
-      parsed.items.map((item): Promise<Response | null> | Response | null => {
-        if (item.kind === 'invalid') return item.response;
-        if (item.kind === 'dropped') return null;
-        return this.#run(item.call);
-      }),
-    );
-    const out = replies.filter((r): r is Response => r !== null);
-    if (out.length === 0) return;
-    this.#reply(out, parsed.batch);
+    if (isResponse(parsed)) {
+      this.#write(parsed);
+      return undefined;
+    }
+    if (!parsed.batch) {
+      const reply = this.#answer(parsed.items[0] as Item);
+      if (reply === null) return undefined;
+      if (reply instanceof Promise) {
+        return reply.then((r) => {
+          if (r !== null) this.#replyOne(r);
+        });
+      }
+      // Written once this turn's synchronous work is done, as an awaited reply was: a peer that
+      // drops right after its request was read (and applied) gets no reply, as before.
+      queueMicrotask(() => this.#replyOne(reply));
+      return undefined;
+    }
+    const replies = parsed.items.map((item) => this.#answer(item));
+    if (replies.some((r) => r instanceof Promise)) return Promise.all(replies).then((out) => this.#replyBatch(out));
+    queueMicrotask(() => this.#replyBatch(replies as (Response | null)[]));
+    return undefined;
+  }
+
+  #answer(item: Item): Reply {
+    if (item.kind === 'invalid') return item.response;
+    if (item.kind === 'dropped') return null;
+    return this.#run(item.call);
+  }
+
+  #replyOne(r: Response): void {
+    if (this.#closed) return;
+    this.#send(this.#text(r));
+  }
+
+  /** A batch's replies, in request order; none at all if every item was a notification. */
+  #replyBatch(replies: readonly (Response | null)[]): void {
+    if (this.#closed) return;
+    let text = '';
+    for (const r of replies) {
+      if (r === null) continue;
+      text += text === '' ? '[' : ',';
+      text += this.#text(r);
+    }
+    if (text !== '') this.#send(`${text}]`);
+  }
+
+  /** Replies may go out from a microtask of their own: a transport that throws is logged there. */
+  #send(text: string): void {
+    try {
+      this.#transport.send(text);
+    } catch (err) {
+      this.#failedMessage(err);
+    }
   }
 
   /**
-   * Writes the replies of one message. A reply that cannot be serialised (a handler returned a
-   * BigInt or a cycle) becomes -32603 on its own: it must not take its request's response, or the
-   * whole batch's, down with it.
+   * One reply's text, as JSON.stringify(r) writes it. A reply that cannot be serialised (a handler
+   * returned a BigInt or a cycle) becomes -32603 on its own: it must not take its request's
+   * response, or the whole batch's, down with it.
    */
-  #reply(out: Response[], batch: boolean): void {
-    if (this.#closed) return;
-    let text: string;
+  #text(r: Response): string {
     try {
-      text = JSON.stringify(batch ? out : out[0]);
-    } catch {
-      const safe = out.map((r) => {
-        try {
-          JSON.stringify(r);
-          return r;
-        } catch (err) {
-          this.#logger.error({ err }, 'reply not serialisable');
-          return errorResponse(r.id, new RpcError(RpcCode.InternalError, 'Internal error'));
-        }
-      });
-      text = JSON.stringify(batch ? safe : safe[0]);
+      // A result the handler serialised itself is spliced in, not serialised again: the same
+      // bytes JSON.stringify writes for {jsonrpc, id, result}.
+      if ('result' in r && r.result instanceof JsonText) return `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${r.result.text}}`;
+      return JSON.stringify(r);
+    } catch (err) {
+      this.#logger.error({ err }, 'reply not serialisable');
+      return JSON.stringify(errorResponse(r.id, new RpcError(RpcCode.InternalError, 'Internal error')));
     }
-    this.#transport.send(text);
   }
 
-  async #run(call: Call): Promise<Response | null> {
-    const ctx: CallContext = { server: this.#server, transport: this.id };
+  #run(call: Call): Reply {
     let result: unknown;
     try {
       const method = this.#methods.get(call.method);
       if (!method) throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${call.method.slice(0, 100)}`);
-      const params = method.params.parse(call.params);
-      result = await method.handle(params, ctx);
+      // call.params is always an object here (jsonrpc.ts); a method's cheap check, where it has
+      // one, spares the schema's parse (a copy of the object) on the calls hosts poll.
+      const params = method.accepts?.(call.params as Record<string, unknown>) === true ? call.params : method.params.parse(call.params);
+      result = method.handle(params, this.#ctx);
+      // Anything `await` would wait for is waited for (a Promise or any other thenable).
+      if ((typeof result === 'object' || typeof result === 'function') && result !== null && typeof (result as { then?: unknown }).then === 'function') {
+        return Promise.resolve(result).then(
+          (value) => this.#answered(call, value),
+          (err: unknown) => this.#failed(call, err),
+        );
+      }
     } catch (err) {
-      if (call.id === undefined) return null;
-      return errorResponse(call.id, toRpcError(err, (e) => this.#logger.error({ err: e, method: call.method }, 'method failed')));
+      return this.#failed(call, err);
     }
+    return this.#answered(call, result);
+  }
+
+  #answered(call: Call, result: unknown): Response | null {
     // A handler that returns nothing still answers: `result: null`, never a reply with neither key.
     return call.id === undefined ? null : resultResponse(call.id, result === undefined ? null : result);
+  }
+
+  #failed(call: Call, err: unknown): Response | null {
+    if (call.id === undefined) return null;
+    return errorResponse(call.id, toRpcError(err, (e) => this.#logger.error({ err: e, method: call.method }, 'method failed')));
+  }
+
+  #failedMessage(err: unknown): void {
+    this.#logger.error({ err }, 'message handling failed');
   }
 
   #write(message: unknown): void {

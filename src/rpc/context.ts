@@ -42,9 +42,19 @@ export interface CallContext {
 
 export interface MethodDef<S extends z.ZodType = z.ZodType> {
   readonly params: S;
+  /**
+   * Optional cheap check of the params object: true only when the schema would accept it and
+   * give the handler the same fields, so the schema can be skipped. Anything it does not accept
+   * goes through the schema, which gives the error (or the parsed params).
+   */
+  readonly accepts?: (params: Record<string, unknown>) => boolean;
   handle(params: z.output<S>, ctx: CallContext): unknown;
 }
 
-export function defineMethod<S extends z.ZodType>(params: S, handle: (params: z.output<S>, ctx: CallContext) => unknown): MethodDef {
-  return { params, handle: handle as MethodDef['handle'] };
+export function defineMethod<S extends z.ZodType>(
+  params: S,
+  handle: (params: z.output<S>, ctx: CallContext) => unknown,
+  accepts?: (params: Record<string, unknown>) => boolean,
+): MethodDef {
+  return accepts === undefined ? { params, handle: handle as MethodDef['handle'] } : { params, accepts, handle: handle as MethodDef['handle'] };
 }

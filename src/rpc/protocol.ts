@@ -158,6 +158,14 @@ export const paramsSchemas = {
   'session.interrupt': loose({ session_id: anyField }),
 } as const;
 
+/**
+ * Cheap checks of the params of the methods hosts poll (bench/cases/rpc-stdio.ts): true only for
+ * params the method's schema above accepts as they are. What they refuse goes to the schema.
+ */
+export const paramsAccept = {
+  'subagent.list': (p: Record<string, unknown>) => p.include_finished === undefined || typeof p.include_finished === 'boolean',
+} as const satisfies Partial<Record<keyof typeof paramsSchemas, (p: Record<string, unknown>) => boolean>>;
+
 export type MethodName = keyof typeof paramsSchemas;
 export type ParamsOf<M extends MethodName> = z.output<(typeof paramsSchemas)[M]>;
 

@@ -61,10 +61,16 @@ export function stdioTransport(opts: StdioOptions): Transport {
     size += rest.length;
   };
 
-  let corked = false;
-  const uncork = () => {
-    corked = false;
-    output.uncork();
+  // Everything sent in one turn of the event loop leaves in one write, joined here rather than
+  // corked: with requests pipelined, a write (a syscall) per message was the server's largest
+  // cost, and a corked stream still does per-message bookkeeping and hands writev one buffer per
+  // message (bench/cases/rpc-stdio.ts). The flush runs before any I/O, so no reply waits; it
+  // runs after a close too, so what was sent before the close still goes out.
+  let pending = '';
+  const flush = () => {
+    const text = pending;
+    pending = '';
+    if (!output.destroyed) output.write(text);
   };
 
   const finish = () => {
@@ -77,15 +83,8 @@ export function stdioTransport(opts: StdioOptions): Transport {
   const t: Transport = {
     send(text) {
       if (closed) return;
-      // Everything sent in one turn of the event loop leaves in one write: with requests
-      // pipelined, a write (a syscall) per message was the server's largest cost
-      // (bench/cases/rpc-stdio.ts). The uncork runs before any I/O, so no reply waits.
-      if (!corked) {
-        corked = true;
-        output.cork();
-        process.nextTick(uncork);
-      }
-      output.write(`${text}\n`);
+      if (pending === '') process.nextTick(flush);
+      pending += `${text}\n`;
     },
     close() {
       finish();
