@@ -55,15 +55,21 @@ export const delegationCase: BenchCase = {
     const sub: number[] = [];
     const pq: number[] = [];
     const t0 = performance.now();
+    // A full GC before every run: each side starts from a clean heap instead of paying for the
+    // garbage the other one left (which made the p-queue figure swing 2x with the order).
+    const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+    const timed = async (f: (n: number) => Promise<number>) => {
+      gc();
+      return f(n);
+    };
     for (let i = 0; i < runs && (i === 0 || performance.now() - t0 < budgetMs); i++) {
       if (i % 2 === 0) {
-        sub.push(await runSubrun(n));
-        pq.push(await runPQueue(n));
+        sub.push(await timed(runSubrun));
+        pq.push(await timed(runPQueue));
       } else {
-        pq.push(await runPQueue(n));
-        sub.push(await runSubrun(n));
+        pq.push(await timed(runPQueue));
+        sub.push(await timed(runSubrun));
       }
-      (globalThis as { gc?: () => void }).gc?.();
     }
     const perSub = (median(sub) * 1e6) / n;
     const perPq = (median(pq) * 1e6) / n;

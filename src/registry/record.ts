@@ -3,7 +3,7 @@
 // snapshots (snapshot.ts), which are an allow-list of these fields.
 import { SteerInbox } from '../delegation/steering.ts';
 import { Transcript } from '../delegation/transcript.ts';
-import type { ChildStatus, CompletionEntry, Owner, Runner, ToolTraceItem } from '../delegation/types.ts';
+import type { ChildStatus, CompletionEntry, Owner, Runner, Steer, ToolTraceItem } from '../delegation/types.ts';
 
 /** Why a child's signal was aborted. */
 export type StopReason = 'interrupt' | 'timeout';
@@ -48,6 +48,14 @@ export class ChildRecord {
   readonly context: string | undefined;
   readonly runner: Runner;
   readonly model: string;
+  /**
+   * The registry's own links (its per-owner list and the runner's steer veto); nothing else
+   * reads or writes them.
+   */
+  ownerSlot: object | undefined;
+  ownerPrev: ChildRecord | undefined;
+  ownerNext: ChildRecord | undefined;
+  steerHook: ((steer: Steer) => void) | undefined;
   /** Private: authority binding. Never copied into a snapshot, entry or event. */
   readonly owner: Owner | undefined;
   readonly parent: ChildRecord | null;

@@ -48,11 +48,9 @@ export class Registry {
   readonly #ids: IdMaker;
   readonly #retainPerOwner: number;
   readonly #live = new Map<string, ChildRecord>();
-  readonly #liveByOwner = new Map<string, Set<ChildRecord>>();
   readonly #retained = new Map<string, ChildRecord>();
-  /** Per owner, finished ids oldest first; trimmed to #retainPerOwner. */
-  readonly #retainedOrder = new Map<string, string[]>();
-  readonly #steerHooks = new WeakMap<ChildRecord, SteerHook>();
+  /** Per owner key (session id): its live children and its retained ids. */
+  readonly #owners = new Map<string, OwnerSlot>();
 
   readonly #maxQueued: number;
   readonly #maxQueuedBytes: number;
@@ -71,28 +69,28 @@ export class Registry {
   add(record: ChildRecord, steerHook?: SteerHook): void {
     this.#live.set(record.subagent_id, record);
     const key = ownerKey(record);
-    let set = this.#liveByOwner.get(key);
-    if (!set) this.#liveByOwner.set(key, (set = new Set()));
-    set.add(record);
-    if (steerHook) this.#steerHooks.set(record, steerHook);
+    let slot = this.#owners.get(key);
+    if (!slot) this.#owners.set(key, (slot = new OwnerSlot()));
+    slot.link(record);
+    record.steerHook = steerHook;
   }
 
   /** Moves a finished child from live to retained (dropping the oldest beyond the bound). */
   retire(record: ChildRecord): void {
     if (!this.#live.delete(record.subagent_id)) return;
-    const key = ownerKey(record);
-    const set = this.#liveByOwner.get(key);
-    set?.delete(record);
-    if (set && set.size === 0) this.#liveByOwner.delete(key);
-    if (this.#retainPerOwner <= 0) return;
-    this.#retained.set(record.subagent_id, record);
-    let order = this.#retainedOrder.get(key);
-    if (!order) this.#retainedOrder.set(key, (order = []));
-    order.push(record.subagent_id);
-    while (order.length > this.#retainPerOwner) {
-      const old = order.shift();
-      if (old !== undefined) this.#retained.delete(old);
+    const slot = record.ownerSlot as OwnerSlot;
+    slot.unlink(record);
+    record.steerHook = undefined;
+    if (this.#retainPerOwner > 0) {
+      this.#retained.set(record.subagent_id, record);
+      const order = slot.finished;
+      order.push(record.subagent_id);
+      while (order.length > this.#retainPerOwner) {
+        const old = order.shift();
+        if (old !== undefined) this.#retained.delete(old);
+      }
     }
+    if (slot.size === 0 && slot.finished.length === 0) this.#owners.delete(ownerKey(record));
   }
 
   /** A live or retained child, without any authority check (in-process use). */
@@ -122,9 +120,10 @@ export class Registry {
     const out: Snapshot[] = [];
     // No closure here (nor in steer()): tsx compiles with esbuild's keepNames, which wraps every
     // arrow held in a variable in __name(), an Object.defineProperty per call (about 0.7 µs).
-    for (const r of this.#liveByOwner.get(scope.session_id) ?? []) if (r.owner?.generation === scope.generation) out.push(toSnapshot(r));
-    if (options.include_finished) {
-      for (const id of this.#retainedOrder.get(scope.session_id) ?? []) {
+    const slot = this.#owners.get(scope.session_id);
+    for (let r = slot?.head; r; r = r.ownerNext) if (r.owner?.generation === scope.generation) out.push(toSnapshot(r));
+    if (options.include_finished && slot) {
+      for (const id of slot.finished) {
         const r = this.#retained.get(id);
         if (r && r.owner?.generation === scope.generation) out.push(toSnapshot(r));
       }
@@ -134,7 +133,9 @@ export class Registry {
 
   /** Live records of one owner key (session id), every generation; for session teardown. */
   liveOf(session_id: string): ChildRecord[] {
-    return [...(this.#liveByOwner.get(session_id) ?? [])];
+    const out: ChildRecord[] = [];
+    for (let r = this.#owners.get(session_id)?.head; r; r = r.ownerNext) out.push(r);
+    return out;
   }
 
   liveRecords(): IterableIterator<ChildRecord> {
@@ -166,7 +167,7 @@ export class Registry {
     // steer must leave no trace (not even an early end of a wait_steer).
     let steer;
     try {
-      steer = r.inbox.push(this.#ids.steer(), text, this.#steerHooks.get(r));
+      steer = r.inbox.push(this.#ids.steer(), text, r.steerHook);
     } catch {
       return rejected(subagent_id, text, 'vetoed');
     }
@@ -209,6 +210,38 @@ export function stopDescendants(r: ChildRecord, out: string[] = []): string[] {
     stack.push(...[...c.liveChildren].reverse());
   }
   return out;
+}
+
+/**
+ * One owner's children: the live ones in spawn order, as a list linked through the records (no
+ * hashing on the spawn and finish of every child, which a Set per owner cost), and the ids of its
+ * retained finished ones, oldest first.
+ */
+class OwnerSlot {
+  head: ChildRecord | undefined;
+  tail: ChildRecord | undefined;
+  size = 0;
+  readonly finished: string[] = [];
+
+  link(r: ChildRecord): void {
+    r.ownerSlot = this;
+    r.ownerPrev = this.tail;
+    r.ownerNext = undefined;
+    if (this.tail) this.tail.ownerNext = r;
+    else this.head = r;
+    this.tail = r;
+    this.size++;
+  }
+
+  unlink(r: ChildRecord): void {
+    if (r.ownerSlot !== this) return;
+    if (r.ownerPrev) r.ownerPrev.ownerNext = r.ownerNext;
+    else this.head = r.ownerNext;
+    if (r.ownerNext) r.ownerNext.ownerPrev = r.ownerPrev;
+    else this.tail = r.ownerPrev;
+    r.ownerPrev = r.ownerNext = undefined;
+    this.size--;
+  }
 }
 
 function ownerKey(r: ChildRecord): string {
