@@ -686,3 +686,44 @@ describe('pause', () => {
     expect(of('subagent.spawn_requested')).toHaveLength(1);
   });
 });
+
+describe('the runner context', () => {
+  it('ctx.signal read before a stop aborts with the reason; read only after the stop it comes already aborted', async () => {
+    const { rt } = setup();
+    const early = manualRunner();
+    const late = manualRunner();
+    const h = rt.delegate([{ goal: 'reads its signal first', runner: early.runner }, { goal: 'reads it only after', runner: late.runner }], { owner: OWNER });
+    await flush();
+    const before = early.state.ctx?.signal as AbortSignal;
+    expect(before.aborted).toBe(false);
+    for (const id of h.subagent_ids) expect(rt.interruptSubagent(id)).toBe(true);
+    expect(before.aborted).toBe(true);
+    expect(before.reason).toBe('interrupt');
+    const after = late.state.ctx?.signal as AbortSignal;
+    expect(after.aborted).toBe(true);
+    expect(after.reason).toBe('interrupt');
+    early.state.resolve?.({ status: 'interrupted' });
+    late.state.resolve?.({ status: 'interrupted' });
+    expect((await h.results).map((e) => e.status)).toEqual(['interrupted', 'interrupted']);
+  });
+
+  it('its functions are methods of one object per child: called on the context they work, each child its own', async () => {
+    const { rt } = setup();
+    const a = manualRunner();
+    const b = manualRunner();
+    const h = rt.delegate([{ goal: 'a', runner: a.runner }, { goal: 'b', runner: b.runner }], { owner: OWNER });
+    await flush();
+    const [ca, cb] = [a.state.ctx as RunnerContext, b.state.ctx as RunnerContext];
+    expect(ca).not.toBe(cb);
+    expect(ca.write).toBe(cb.write);
+    ca.write('from a');
+    cb.text('from b');
+    expect(rt.tail(h.subagent_ids[0] as string).text).toContain('from a');
+    expect(rt.tail(h.subagent_ids[0] as string).text).not.toContain('from b');
+    expect(rt.tail(h.subagent_ids[1] as string).text).toContain('[text] from b');
+    expect([ca.subagent_id, ca.goal, cb.subagent_id, cb.goal]).toEqual([h.subagent_ids[0], 'a', h.subagent_ids[1], 'b']);
+    a.state.resolve?.({ status: 'completed', summary: 'a' });
+    b.state.resolve?.({ status: 'completed', summary: 'b' });
+    await h.results;
+  });
+});

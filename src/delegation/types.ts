@@ -130,6 +130,8 @@ export interface DelegationHandle {
 /**
  * What a runner can see and do while it runs one child. Everything here becomes inert once the
  * child finishes: late writes, events and deliveries are ignored, never reordered after the entry.
+ * Its functions are methods of one object per child: call them on the context (`ctx.write(...)`),
+ * do not detach them.
  */
 export interface RunnerContext {
   readonly subagent_id: string;
@@ -141,7 +143,10 @@ export interface RunnerContext {
   readonly can_delegate: boolean;
   /** The largest batch one delegate() call may carry (max_concurrent_children). */
   readonly max_batch: number;
-  /** Aborted on interrupt (of this child or an ancestor) and on timeout. */
+  /**
+   * Aborted on interrupt (of this child or an ancestor) and on timeout. Made on first read (already
+   * aborted if the child was stopped before); a runner that never reads it costs no controller.
+   */
   readonly signal: AbortSignal;
   /** Milliseconds since the Unix epoch, from the runtime's clock. */
   now(): number;
