@@ -66,8 +66,11 @@ export const fanoutCase: BenchCase = {
   title: 'Event fan-out: publish with K glob subscribers (~1% match) vs a RegExp loop and node:events',
   async run(opts: CaseOptions): Promise<Row[]> {
     const ks = [10, 1000, 10_000];
+    // Nine rounds in full mode: at K = 10 both sides (the same envelope build) flip between two
+    // speeds from one round to the next on this VM; more rounds keep a median from landing in one
+    // side's slow spell alone.
     const mo: MicroOptions = bySize<MicroOptions>(opts.mode, {
-      full: { timeMs: 250, warmupMs: 100, rounds: 5 },
+      full: { timeMs: 250, warmupMs: 100, rounds: 9 },
       quick: { timeMs: 80, warmupMs: 40, rounds: 3 },
       tiny: { timeMs: 5, warmupMs: 2, rounds: 1 },
     });
