@@ -44,12 +44,12 @@ export class LiveChild implements StopListener {
    * more than the empty turn.)
    */
   holdSlot(): Promise<unknown> {
-    void this.run();
+    void this.#run();
     return this.record.done;
   }
 
   /** Runs a queued child to its entry. Never rejects: what it cannot handle is logged. */
-  async run(): Promise<void> {
+  async #run(): Promise<void> {
     const { core, record } = this;
     try {
       if (record.finished || record.status !== 'queued') return;
