@@ -38,13 +38,16 @@ export type Stopper = AbortSignal | StopSource | undefined;
 
 /** Calls `fn` once when `stopper` stops (at once if it has); returns a function that cancels it. */
 export function whenStopped(stopper: AbortSignal | StopSource, fn: () => void): () => void {
-  if (!(stopper instanceof AbortSignal)) return stopper.onStop(fn);
-  if (stopper.aborted) {
+  // By shape, not `instanceof AbortSignal`: a runner may pass a signal from another realm or a
+  // polyfill, which has `aborted` and `addEventListener` but is no AbortSignal of ours.
+  if (typeof (stopper as StopSource).onStop === 'function') return (stopper as StopSource).onStop(fn);
+  const signal = stopper as AbortSignal;
+  if (signal.aborted) {
     fn();
     return noop;
   }
-  stopper.addEventListener('abort', fn, { once: true });
-  return () => stopper.removeEventListener('abort', fn);
+  signal.addEventListener('abort', fn, { once: true });
+  return () => signal.removeEventListener('abort', fn);
 }
 
 /**

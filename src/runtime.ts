@@ -139,9 +139,12 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       if (!q) queues.set(key, (q = new PQueue({ concurrency: limits.max_concurrent_children })));
       return q;
     },
+    // Called when the parent's entry is out. Its children have all finished by then (post-order)
+    // and its context is closed (no more spawns), so the queue is dropped even if p-queue has not
+    // yet counted the last task done: waiting for size 0 and pending 0 here kept a queue per
+    // parent forever whenever its last child's slot was still being released.
     releaseQueue(key) {
-      const q = queues.get(key);
-      if (q && q.size === 0 && q.pending === 0) queues.delete(key);
+      queues.delete(key);
     },
     isPaused: (owner) => paused.has(owner?.session_id ?? ''),
     spawn: (parent, tasks, opts, owner) => spawn(core, parent, tasks, opts, owner),

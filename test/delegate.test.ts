@@ -707,6 +707,27 @@ describe('the runner context', () => {
     expect((await h.results).map((e) => e.status)).toEqual(['interrupted', 'interrupted']);
   });
 
+  it('ctx.sleep and ctx.steerArrived take any signal-like cancel (aborted + addEventListener), not only an AbortSignal of this realm', async () => {
+    const { rt } = setup();
+    const m = manualRunner();
+    const h = rt.delegate([{ goal: 'waits on a polyfilled signal', runner: m.runner }], { owner: OWNER });
+    await flush();
+    const ctx = m.state.ctx as RunnerContext;
+    const polyfill = Object.assign(new EventTarget(), { aborted: false }) as unknown as AbortSignal;
+    let slept = false;
+    let arrived = false;
+    void ctx.sleep(60_000, polyfill).then(() => (slept = true));
+    void ctx.steerArrived(polyfill).then(() => (arrived = true));
+    await flush();
+    expect([slept, arrived]).toEqual([false, false]);
+    (polyfill as unknown as { aborted: boolean }).aborted = true;
+    (polyfill as unknown as EventTarget).dispatchEvent(new Event('abort'));
+    await flush();
+    expect([slept, arrived]).toEqual([true, true]);
+    m.state.resolve?.({ status: 'completed', summary: 'ok' });
+    await h.results;
+  });
+
   it('its functions are methods of one object per child: called on the context they work, each child its own', async () => {
     const { rt } = setup();
     const a = manualRunner();

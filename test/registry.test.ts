@@ -221,6 +221,30 @@ describe('steerSubagent / steer', () => {
     expect(rt.tail(id).text).not.toContain('forbidden');
   });
 
+  it('a veto that stops its own child while it is queued: the steer is refused, never queued into a sealed inbox and lost', async () => {
+    let rt!: ReturnType<typeof setup>['rt'];
+    const stopper: Runner = {
+      ...scripted([{ op: 'finish', summary: 'never runs' }]),
+      onSteer(steer) {
+        if (steer.text === 'stop yourself') rt.interruptSubagent(queuedId);
+      },
+    };
+    const s = setup({ max_concurrent_children: 1 });
+    rt = s.rt;
+    const blocker = rt.delegate([{ goal: 'holds the slot', agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }]);
+    const h = rt.delegate([{ goal: 'queued', runner: stopper }]);
+    const queuedId = h.subagent_ids[0]!;
+    await flush();
+    expect(s.find(queuedId)?.status).toBe('queued');
+    expect(rt.steer(queuedId, 'stop yourself')).toMatchObject({ status: 'rejected', reason: 'not_accepting' });
+    const [entry] = await h.results;
+    expect(entry?.status).toBe('interrupted');
+    expect(entry?.missed_steer).toBeUndefined();
+    expect(s.delivered(queuedId)).toEqual([]);
+    rt.interruptSubagent(blocker.subagent_ids[0]!);
+    await blocker.results;
+  });
+
   it('a vetoed steer does not wake a runner waiting for a steer', async () => {
     const base = scripted([{ op: 'wait_steer' }, { op: 'say', text: 'woke up' }, { op: 'finish' }]);
     const picky: Runner = {

@@ -40,6 +40,9 @@ export class SteerInbox {
     if (this.#sealed) return null;
     const steer: Steer = { steer_id, text, seq: this.#seq + 1 };
     veto?.(steer);
+    // The veto may have stopped this very child (a runner's onSteer that interrupts, say): once
+    // sealed, a steer queued now would be neither delivered nor in missed_steer.
+    if (this.#sealed) return null;
     this.#seq = steer.seq;
     this.#queued.push(steer);
     this.#pendingBytes += Buffer.byteLength(text, 'utf8');
