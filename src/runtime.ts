@@ -1,7 +1,7 @@
 // createRuntime(): wires the registry, the event bus, the per-parent queues and the delegation
 // stages into the one object a parent agent (or the RPC server) holds.
-import PQueue from 'p-queue';
 import { systemClock, type Clock } from './clock.ts';
+import { ChildQueue } from './delegation/child-queue.ts';
 import type { Checkpoint, Core, Limits, OwnedEventListener } from './delegation/core.ts';
 import { spawn } from './delegation/delegate.ts';
 import { builtinRunnerKinds, type RunnerKinds } from './delegation/runners/kinds.ts';
@@ -106,7 +106,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     positiveInt('max_queued_steers', options.max_queued_steers, DEFAULT_MAX_QUEUED_STEERS),
     positiveInt('max_queued_steer_bytes', options.max_queued_steer_bytes, DEFAULT_MAX_QUEUED_STEER_BYTES, 1),
   );
-  const queues = new Map<string, PQueue>();
+  const queues = new Map<string, ChildQueue>();
   const paused = new Set<string>();
   const ownedListeners = new Set<OwnedEventListener>();
 
@@ -136,7 +136,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
     queueFor(key) {
       let q = queues.get(key);
-      if (!q) queues.set(key, (q = new PQueue({ concurrency: limits.max_concurrent_children })));
+      if (!q) queues.set(key, (q = new ChildQueue(limits.max_concurrent_children)));
       return q;
     },
     // Called when the parent's entry is out. Its children have all finished by then (post-order)

@@ -222,15 +222,14 @@ describe('steerSubagent / steer', () => {
   });
 
   it('a veto that stops its own child while it is queued: the steer is refused, never queued into a sealed inbox and lost', async () => {
-    let rt!: ReturnType<typeof setup>['rt'];
+    const s = setup({ max_concurrent_children: 1 });
+    const { rt } = s;
     const stopper: Runner = {
       ...scripted([{ op: 'finish', summary: 'never runs' }]),
       onSteer(steer) {
         if (steer.text === 'stop yourself') rt.interruptSubagent(queuedId);
       },
     };
-    const s = setup({ max_concurrent_children: 1 });
-    rt = s.rt;
     const blocker = rt.delegate([{ goal: 'holds the slot', agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }]);
     const h = rt.delegate([{ goal: 'queued', runner: stopper }]);
     const queuedId = h.subagent_ids[0]!;

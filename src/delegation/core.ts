@@ -1,12 +1,12 @@
 // What the delegation stages share: the registry, the clock, ids, logging, the seam for tests and
 // the event emitter. One object built by createRuntime() and passed down, so every effect a child
 // can have is injected (a test swaps the clock, ids or checkpoint, never a module).
-import type PQueue from 'p-queue';
 import type { Clock } from '../clock.ts';
 import type { IdMaker } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import type { ChildRecord } from '../registry/record.ts';
 import type { Registry } from '../registry/registry.ts';
+import type { ChildQueue } from './child-queue.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
 import type { DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from './types.ts';
 
@@ -40,7 +40,7 @@ export interface Core {
    */
   emitAbout(topic: string, record: ChildRecord, extra?: Record<string, unknown>): void;
   /** The p-queue for one parent's children (a session, the local root, or a child). */
-  queueFor(key: string): PQueue;
+  queueFor(key: string): ChildQueue;
   releaseQueue(key: string): void;
   isPaused(owner: Owner | undefined): boolean;
   spawn(parent: ChildRecord | null, tasks: readonly TaskSpec[], options: DelegateOptions, owner: Owner | undefined): DelegationHandle;

@@ -162,9 +162,7 @@ export function spawn(
   if (parent?.stopped) for (const record of records) record.stop('interrupt');
 
   const queue = core.queueFor(parent?.subagent_id ?? `root:${owner?.session_id ?? ''}`);
-  for (const live of lives) {
-    if (!live.record.finished) void queue.add(() => live.holdSlot());
-  }
+  for (const live of lives) if (!live.record.finished) queue.add(live);
 
   // Emitted a turn after the last child's entry, so after its subagent.complete.
   const results = batch.results.then((entries) => {

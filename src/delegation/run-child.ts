@@ -6,6 +6,7 @@ import type { ChildRecord, StopListener } from '../registry/record.ts';
 import { stopDescendants } from '../registry/registry.ts';
 import { buildCompletionEntry } from './completion.ts';
 import { ChildContext } from './child-context.ts';
+import type { ChildQueue } from './child-queue.ts';
 import type { Core } from './core.ts';
 import type { CompletionEntry, FinalStatus, RunOutcome, Steer } from './types.ts';
 
@@ -21,6 +22,8 @@ type Settled =
  */
 export class LiveChild implements StopListener {
   readonly ctx: ChildContext;
+  /** The line it waits in (set when it is added). */
+  queue: ChildQueue | undefined;
   #timeout: unknown;
   #grace: unknown;
 
@@ -39,9 +42,7 @@ export class LiveChild implements StopListener {
   /**
    * What p-queue runs: starts the child and holds the slot until its entry is out, whether the
    * runner returned or was abandoned (a runner that never settles must not keep its slot). Never
-   * rejects. (A child stopped while queued keeps its p-queue entry, which returns at once when its
-   * turn comes: p-queue takes an entry out early only through an AbortSignal listener, which costs
-   * more than the empty turn.)
+   * rejects. A child stopped while queued returns at once (see child-queue.ts).
    */
   holdSlot(): Promise<unknown> {
     void this.#run();
@@ -80,7 +81,9 @@ export class LiveChild implements StopListener {
   childStopped(): void {
     const { core, record } = this;
     if (record.status === 'queued') {
-      if (!record.finished) finishUnstarted(core, record, this.ctx);
+      if (record.finished) return;
+      finishUnstarted(core, record, this.ctx);
+      this.queue?.dropped();
       return;
     }
     // A runner that ignores its signal is abandoned after the grace period; its late effects hit
