@@ -110,6 +110,18 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const paused = new Set<string>();
   const ownedListeners = new Set<OwnedEventListener>();
 
+  const listening = (topic: string): boolean => ownedListeners.size > 0 || bus.hasSubscribers(topic);
+  const deliver = (topic: string, payload: Record<string, unknown>, owner: Owner | undefined): void => {
+    const event = bus.publish(topic, payload);
+    for (const listener of ownedListeners) {
+      try {
+        listener(event, owner);
+      } catch (err) {
+        logger.error({ err, topic }, 'owned event listener threw');
+      }
+    }
+  };
+
   const core: Core = {
     registry,
     clock,
@@ -120,19 +132,10 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     runnerKinds: { ...builtinRunnerKinds, ...options.runner_kinds },
     checkpoint: options.checkpoint,
     emit(topic, payload, owner) {
-      if (ownedListeners.size === 0 && !bus.hasSubscribers(topic)) return;
-      const event = bus.publish(topic, payload);
-      for (const listener of ownedListeners) {
-        try {
-          listener(event, owner);
-        } catch (err) {
-          logger.error({ err, topic }, 'owned event listener threw');
-        }
-      }
+      if (listening(topic)) deliver(topic, payload, owner);
     },
     emitAbout(topic, record, extra) {
-      if (ownedListeners.size === 0 && !bus.hasSubscribers(topic)) return;
-      core.emit(topic, record.eventPayload(extra), record.owner);
+      if (listening(topic)) deliver(topic, record.eventPayload(extra), record.owner);
     },
     queueFor(key) {
       let q = queues.get(key);

@@ -748,3 +748,20 @@ describe('the runner context', () => {
     await h.results;
   });
 });
+
+describe('faults of the runtime itself', () => {
+  it('a test seam that throws after the seal still gives the child its one entry (error) and frees its slot for the next', async () => {
+    const { rt } = setup({
+      max_concurrent_children: 1,
+      checkpoint: (label) => (label === 'complete' ? Promise.reject(new Error('seam broke')) : Promise.resolve()),
+    });
+    const first = rt.delegate([task('faulted', { op: 'say', text: 'hi' }, { op: 'finish', summary: 'done' })], { owner: OWNER });
+    const second = rt.delegate([task('waits for the slot', { op: 'finish', summary: 'ran' })], { owner: OWNER });
+    const [entry] = await first.results;
+    expect(entry).toMatchObject({ status: 'error', error: 'internal error: seam broke' });
+    // The next child got the slot, and met the same broken seam: the queue moved on regardless.
+    const [next] = await second.results;
+    expect(next).toMatchObject({ status: 'error', error: 'internal error: seam broke' });
+    expect(rt.list()).toEqual([]);
+  });
+});

@@ -67,13 +67,42 @@ export class LiveChild implements StopListener {
       } catch (error) {
         settled = { kind: 'threw', error };
       }
-      // Abandoned meanwhile (it ignored a stop for the grace period): that entry is out already.
+      // Abandoned meanwhile (it ignored a stop for the grace period): that path sealed the child
+      // and publishes its entry (after any descendants), so nothing is left to do here.
       if (!record.inbox.accepting) return;
       const later = this.#finish(settled);
       if (later) await later;
     } catch (err) {
       // A fault of the runtime itself (a runner's throw is an outcome, handled above).
       core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
+      this.#settleAfterFault(err);
+    }
+  }
+
+  /**
+   * After a fault of the runtime itself (a clock, logger or test seam that threw): the child still
+   * gets its one entry, as `error`, so its slot, its delegation's results and its parent are not
+   * held forever. Steers still in the inbox come back as missed; if the fault came after the seal,
+   * the seal already took them.
+   */
+  #settleAfterFault(err: unknown): void {
+    const { core, record } = this;
+    if (record.finished) return;
+    const entry = buildCompletionEntry({
+      task_index: record.task_index,
+      subagent_id: record.subagent_id,
+      status: 'error',
+      error: `internal error: ${describe(err)}`,
+      duration_seconds: 0,
+      model: record.model,
+      missed: record.inbox.seal().map((s) => s.text),
+    });
+    ChildContext.close(this.ctx);
+    try {
+      publishEntry(core, record, entry);
+    } catch {
+      // Publishing is what failed: at least settle the child.
+      if (!record.finished) record.settle(entry);
     }
   }
 
@@ -207,9 +236,9 @@ function decide(record: ChildRecord, settled: Settled): Decision {
 }
 
 /**
- * The runner's pending_steer joins the sealed leftovers. The inbox already tracks every taken but
- * unconfirmed steer, so this only checks the runner's claim: a steer it hands back that the inbox
- * saw delivered is not listed twice.
+ * The runner's pending_steer is already among the sealed leftovers: the inbox tracks every taken
+ * but unconfirmed steer itself. This only checks the runner's claim, and warns about steers it
+ * hands back that the inbox saw delivered or never gave out (they are not listed).
  */
 function mergePending(core: Core, record: ChildRecord, settled: Settled, leftovers: Steer[]): Steer[] {
   const pending = settled.kind === 'returned' ? (settled.outcome.pending_steer ?? []) : [];

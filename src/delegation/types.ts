@@ -130,8 +130,8 @@ export interface DelegationHandle {
 /**
  * What a runner can see and do while it runs one child. Everything here becomes inert once the
  * child finishes: late writes, events and deliveries are ignored, never reordered after the entry.
- * Its functions are methods of one object per child: call them on the context (`ctx.write(...)`),
- * do not detach them.
+ * Its functions are methods of one object per child: call them on the context (`ctx.write(...)`);
+ * do not detach them, spread the context or wrap it in a Proxy (wrap it by delegation instead).
  */
 export interface RunnerContext {
   readonly subagent_id: string;

@@ -123,7 +123,7 @@ export class ChildRecord {
   /** Made on first use (see `done`). */
   #done: Promise<CompletionEntry> | undefined;
   #resolveDone: ((entry: CompletionEntry) => void) | undefined;
-  readonly #batch: SettleListener | undefined;
+  #batch: SettleListener | undefined;
 
   constructor(init: ChildInit) {
     this.subagent_id = init.subagent_id;
@@ -143,8 +143,9 @@ export class ChildRecord {
   }
 
   /**
-   * Resolves with the completion entry. Made on first use: the delegation's results are collected
-   * through its batch instead, so a child nobody awaits one by one costs no promise of its own.
+   * Resolves with the completion entry. Made on first use (p-queue holds a child's slot on it once
+   * the child starts): the delegation's results are collected through its batch, not through one
+   * promise per child.
    */
   get done(): Promise<CompletionEntry> {
     if (this.#done === undefined) {
@@ -285,7 +286,11 @@ export class ChildRecord {
   settle(entry: CompletionEntry): void {
     this.entry = entry;
     this.#resolveDone?.(entry);
+    this.#resolveDone = undefined;
     this.#batch?.childSettled(this, entry);
+    // A retained record keeps neither its lifecycle (context, timers) nor its siblings' entries.
+    this.#batch = undefined;
+    this.#lifecycle = undefined;
   }
 }
 

@@ -240,6 +240,7 @@ class OwnerSlot {
     if (r.ownerNext) r.ownerNext.ownerPrev = r.ownerPrev;
     else this.tail = r.ownerPrev;
     r.ownerPrev = r.ownerNext = undefined;
+    r.ownerSlot = undefined;
     this.size--;
   }
 }
