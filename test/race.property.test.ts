@@ -54,6 +54,16 @@ test.prop([scenarioArb(), fc.scheduler()], { numRuns: MAIN_RUNS })(
   PROP_TIMEOUT_MS,
 );
 
+// The same property on production's path: no yield at completion, so each entry is published in
+// the same turn as its child's seal (the seam above puts a scheduled step between them).
+test.prop([scenarioArb(), fc.scheduler()], { numRuns: 400 })(
+  'the same holds when the entry follows the seal in the same turn (no completion seam, as in production)',
+  async (scenario, s) => {
+    await checkScenario(scenario, s, { completeSeam: false });
+  },
+  PROP_TIMEOUT_MS,
+);
+
 // The property above is only as good as what its runs reach. This pins that the generator really
 // produces every outcome the invariants are about (it reads the tally of the test above).
 test('the generated runs reach every outcome the property checks', () => {

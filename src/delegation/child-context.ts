@@ -73,8 +73,7 @@ export class ChildContext implements RunnerContext {
   }
 
   checkpoint(label: string): Promise<void> {
-    const seam = this.#core.checkpoint;
-    return seam ? seam(label, this.#record.subagent_id) : RESOLVED;
+    return this.#core.checkpoint?.(label, this.#record.subagent_id) ?? RESOLVED;
   }
 
   write(line: string): void {

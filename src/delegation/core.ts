@@ -10,8 +10,12 @@ import type { ChildQueue } from './child-queue.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
 import type { DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from './types.ts';
 
-/** A yield point the runtime awaits at each seam; tests pass a scheduler to order them. */
-export type Checkpoint = (label: string, subagent_id: string | null) => Promise<void>;
+/**
+ * A yield point the runtime awaits at each seam; tests pass a scheduler to order them. Returning
+ * undefined means "no yield here": the runtime then goes on in the same turn, as it does in
+ * production (where there is no seam at all).
+ */
+export type Checkpoint = (label: string, subagent_id: string | null) => Promise<void> | undefined;
 
 /** Receives every event with its (private) owner; the RPC layer routes on it. */
 export type OwnedEventListener = (event: Record<string, unknown> & { type: string }, owner: Owner | undefined) => void;

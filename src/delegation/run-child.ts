@@ -145,21 +145,24 @@ export class LiveChild implements StopListener {
     if (this.#grace !== undefined) core.clock.clearTimeout(this.#grace);
     const missed = mergePending(core, record, settled, leftovers);
     const decided = decide(record, settled);
-    if (record.liveChildren.size > 0 || core.checkpoint) return this.#publishLater(settled, decided, missed);
+    if (record.liveChildren.size > 0) return this.#publishLater(settled, decided, missed);
+    // Only a test's scheduler may wait here; without one the entry follows the seal in this turn.
+    const seam = core.checkpoint?.('complete', record.subagent_id);
+    if (seam) return seam.then(() => publishEntry(core, record, finalEntry(core, record, settled, decided, missed)));
     publishEntry(core, record, finalEntry(core, record, settled, decided, missed));
     return undefined;
   }
 
+  /**
+   * No orphans: a child that ends stops whatever it spawned and did not wait for, and its entry
+   * comes after every descendant's (post-order).
+   */
   async #publishLater(settled: Settled, decided: Decision, missed: readonly Steer[]): Promise<void> {
     const { core, record } = this;
-    // No orphans: a child that ends stops whatever it spawned and did not wait for, and its entry
-    // comes after every descendant's (post-order).
-    if (record.liveChildren.size > 0) {
-      stopDescendants(record);
-      await Promise.all([...record.liveChildren].map((c) => c.done));
-    }
-    // Only a test's scheduler waits here; without one the entry follows the seal in the same turn.
-    if (core.checkpoint) await core.checkpoint('complete', record.subagent_id);
+    stopDescendants(record);
+    await Promise.all([...record.liveChildren].map((c) => c.done));
+    const seam = core.checkpoint?.('complete', record.subagent_id);
+    if (seam) await seam;
     publishEntry(core, record, finalEntry(core, record, settled, decided, missed));
   }
 }
