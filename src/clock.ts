@@ -51,28 +51,45 @@ export function whenStopped(stopper: AbortSignal | StopSource, fn: () => void): 
 }
 
 /**
+ * Calls `fn` once, at the first stop of any of `stoppers` (during this call if one has already
+ * stopped), then removes every hook. Returns a function that removes them without calling `fn`.
+ */
+export function whenAnyStopped(stoppers: readonly Stopper[], fn: () => void): () => void {
+  const offs: Array<() => void> = [];
+  let over = false;
+  const cancel = () => {
+    over = true;
+    for (const off of offs) off();
+  };
+  const fire = () => {
+    if (over) return;
+    cancel();
+    fn();
+  };
+  for (const s of stoppers) {
+    if (s === undefined) continue;
+    // One already stopped fires now (its own hook was never left behind); stop registering.
+    offs.push(whenStopped(s, fire));
+    if (over) break;
+  }
+  return cancel;
+}
+
+/**
  * Resolves after `ms` on `clock`, or at once when any of `stoppers` stops (resolving, not
  * rejecting: for a child, being stopped is an outcome, not an exception). Whichever way it ends,
  * it leaves no timer and no hook behind.
  */
 export function sleep(clock: Clock, ms: number, ...stoppers: Stopper[]): Promise<void> {
   return new Promise((resolve) => {
-    const offs: Array<() => void> = [];
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
-      clock.clearTimeout(handle);
-      for (const off of offs) off();
+    const handle = clock.setTimeout(() => {
+      cancel();
       resolve();
-    };
-    const handle = clock.setTimeout(finish, Math.max(0, ms));
-    for (const s of stoppers) {
-      if (s === undefined) continue;
-      offs.push(whenStopped(s, finish));
-      // Already stopped: finish ran (and undid the hooks before this one; this one is a no-op).
-      if (done) return;
-    }
+    }, Math.max(0, ms));
+    const cancel = whenAnyStopped(stoppers, () => {
+      clock.clearTimeout(handle);
+      resolve();
+    });
   });
 }
 

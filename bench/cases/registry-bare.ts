@@ -48,6 +48,15 @@ export function bareFleet(n: number): BareFleet {
   return { n, ids, children, spread, add };
 }
 
+/** Takes a random id out of `ids` (the last one fills its place), for a call that ends that child. */
+export function takeRandom(ids: string[]): string {
+  const i = Math.floor(Math.random() * ids.length);
+  const id = ids[i] as string;
+  ids[i] = ids[ids.length - 1] as string;
+  ids.pop();
+  return id;
+}
+
 /** The three calls on `f`, named `bare_<op>@<n>`, with the same batch sizes as subrun's tasks. */
 export function bareTasks(f: BareFleet, text: string, batch: number, interruptBudget: MicroTask['budget']): MicroTask[] {
   let next = 0;
@@ -101,10 +110,7 @@ export function bareTasks(f: BareFleet, text: string, batch: number, interruptBu
       ops: 1,
       budget: interruptBudget,
       beforeEach: () => {
-        const i = Math.floor(Math.random() * f.ids.length);
-        victim = f.ids[i] as string;
-        f.ids[i] = f.ids[f.ids.length - 1] as string;
-        f.ids.pop();
+        victim = takeRandom(f.ids);
       },
       fn: () => {
         const c = get(victim);

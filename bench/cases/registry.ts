@@ -15,7 +15,7 @@ import type { Owner, Runner, RunnerContext } from '../../src/delegation/types.ts
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { micro, until, type MicroOptions, type MicroTask } from '../lib/micro.ts';
 import { row, type Row } from '../lib/stats.ts';
-import { bareFleet, bareTasks, SPREAD_BYTES, type BareFleet } from './registry-bare.ts';
+import { bareFleet, bareTasks, SPREAD_BYTES, takeRandom, type BareFleet } from './registry-bare.ts';
 
 const OWNER: Owner = { session_id: 'ses_bench', transport: 'tr_bench', generation: 1 };
 const STEER_TEXT = 'also run the integration tests before you finish';
@@ -157,10 +157,7 @@ export const registryCase: BenchCase = {
           ops: 1,
           budget: interruptBudget,
           beforeEach: () => {
-            const i = Math.floor(Math.random() * f.ids.length);
-            victim = f.ids[i] as string;
-            f.ids[i] = f.ids[f.ids.length - 1] as string;
-            f.ids.pop();
+            victim = takeRandom(f.ids);
           },
           fn: () => {
             if (!f.runtime.interruptSubagent(victim)) throw new Error(`interrupt found no ${victim}`);
@@ -228,10 +225,7 @@ export const registryCase: BenchCase = {
         beforeEach: async () => {
           if (recent.length === 0) {
             // Take a random child out of the round-robin pool and replace it, so a fresh one exists.
-            const i = Math.floor(Math.random() * f.ids.length);
-            const old = f.ids[i] as string;
-            f.ids[i] = f.ids[f.ids.length - 1] as string;
-            f.ids.pop();
+            const old = takeRandom(f.ids);
             f.runtime.interruptSubagent(old);
             recent.push(...(await f.grow(1)));
           }

@@ -1,7 +1,7 @@
 // A child's steer inbox: FIFO, with the three states a steer can be in (queued, taken by the
 // runner, delivered). seal() closes acceptance and hands back everything undelivered in ONE
 // synchronous step, so no steer can slip in between "stop accepting" and "take leftovers".
-import { whenStopped, type Stopper } from '../clock.ts';
+import { whenAnyStopped, type Stopper } from '../clock.ts';
 import type { Steer } from './types.ts';
 
 export class SteerInbox {
@@ -119,22 +119,17 @@ export class SteerInbox {
   waitForSteer(...stoppers: Stopper[]): Promise<void> {
     if (this.#queued.length > 0 || this.#sealed) return Promise.resolve();
     return new Promise((resolve) => {
-      const offs: Array<() => void> = [];
-      let done = false;
-      const finish = () => {
-        if (done) return;
-        done = true;
-        this.#waiters?.delete(finish);
-        for (const off of offs) off();
+      let stopped = false;
+      const wake = () => {
+        cancel();
         resolve();
       };
-      for (const s of stoppers) {
-        if (s === undefined) continue;
-        offs.push(whenStopped(s, finish));
-        // Already stopped: finish ran (and undid the hooks before this one; this one is a no-op).
-        if (done) return;
-      }
-      (this.#waiters ??= new Set()).add(finish);
+      const cancel = whenAnyStopped(stoppers, () => {
+        stopped = true;
+        this.#waiters?.delete(wake);
+        resolve();
+      });
+      if (!stopped) (this.#waiters ??= new Set()).add(wake);
     });
   }
 
