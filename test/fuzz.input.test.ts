@@ -326,16 +326,19 @@ function near(spec: NearSpec, live: Live, id: string): { value: unknown; owed: s
     }
     const cs = containers(value);
     const c = cs[m.where % cs.length] as Record<string, unknown> | unknown[];
+    // A copy: fast-check hands the same value to a run and to its shrinks, and a later mutation
+    // may write into an inserted value (even make it contain itself), which must not leak back.
+    const inserted = 'value' in m ? structuredClone(m.value) : undefined;
     if (Array.isArray(c)) {
       if (m.op === 'delete' && c.length > 0) c.splice(m.key % c.length, 1);
-      else if (m.op === 'set' && c.length > 0) c[m.key % c.length] = m.value;
-      else if (m.op === 'add') c.push(m.value);
+      else if (m.op === 'set' && c.length > 0) c[m.key % c.length] = inserted;
+      else if (m.op === 'add') c.push(inserted);
       continue;
     }
     const keys = Object.keys(c);
     if (m.op === 'delete' && keys.length > 0) delete c[keys[m.key % keys.length] as string];
-    else if (m.op === 'set' && keys.length > 0) define(c, keys[m.key % keys.length] as string, m.value);
-    else if (m.op === 'add') define(c, m.name, m.value);
+    else if (m.op === 'set' && keys.length > 0) define(c, keys[m.key % keys.length] as string, inserted);
+    else if (m.op === 'add') define(c, m.name, inserted);
   }
   // A reply is owed to an object whose id is still ours, whatever else is wrong with it.
   const owed = Object.hasOwn(value, 'id') && value.id === id ? id : undefined;

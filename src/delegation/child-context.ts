@@ -8,6 +8,7 @@ import type { ChildRecord } from '../registry/record.ts';
 import type { InterruptResult, SteerResult } from '../registry/registry.ts';
 import { toSnapshot, type Snapshot } from '../registry/snapshot.ts';
 import type { Core } from './core.ts';
+import { preview } from './preview.ts';
 import type {
   DelegateOptions,
   DelegationHandle,
@@ -18,7 +19,6 @@ import type {
   ToolCall,
 } from './types.ts';
 
-const PREVIEW_CHARS = 200;
 const RESOLVED: Promise<void> = Promise.resolve();
 
 export class ChildContext implements RunnerContext {
@@ -210,15 +210,4 @@ function subtreeSnapshots(core: Core, spawned: readonly string[]): Snapshot[] {
     if (r) visit(r);
   }
   return out;
-}
-
-function preview(value: unknown): string {
-  if (value === undefined) return '';
-  let s: string;
-  try {
-    s = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
-  } catch {
-    s = String(value);
-  }
-  return s.length > PREVIEW_CHARS ? `${s.slice(0, PREVIEW_CHARS - 1)}…` : s;
 }

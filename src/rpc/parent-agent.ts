@@ -10,6 +10,7 @@ import { CompletionInbox, delegateTaskTool, type DelegationPort } from '../deleg
 import { DEFAULT_MAX_ITERATIONS, openaiRunner, type OpenAIRunnerConfig } from '../delegation/runners/openai/runner.ts';
 import { STEER_PROMPT } from '../delegation/runners/openai/steer-marker.ts';
 import { buildCompletionEntry } from '../delegation/completion.ts';
+import { preview } from '../delegation/preview.ts';
 import type { Owner, Scope } from '../delegation/types.ts';
 import type { IdMaker } from '../ids.ts';
 import type { Logger } from '../log.ts';
@@ -193,9 +194,4 @@ export class ParentAgent {
       stop: (id) => (this.#tree().has(id) ? rt.scoped.interrupt(this.#scope(), id) : { found: false, subagent_id: id, interrupted: [] }),
     };
   }
-}
-
-function preview(value: unknown): string {
-  const s = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
-  return s.length > 200 ? `${s.slice(0, 199)}…` : s;
 }

@@ -3,6 +3,7 @@
 // honours Retry-After; 401/403/404 and malformed streams fail at once with a clear message.
 // The caller's signal aborts the request in flight, so the server sees the connection close.
 import type { Tokens } from '../../types.ts';
+import { preview } from '../../preview.ts';
 import { sseData } from './sse.ts';
 
 export interface ChatMessage {
@@ -216,7 +217,7 @@ interface StreamChunk {
 
 function describeError(e: unknown): string {
   if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
-  return JSON.stringify(e).slice(0, 200);
+  return preview(e);
 }
 
 async function httpError(res: Response): Promise<ModelError> {
