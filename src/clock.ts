@@ -6,6 +6,12 @@ export interface Clock {
   now(): number;
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
+  /**
+   * Keeps the process alive until the returned function is called. The runtime holds it while any
+   * child is live, so a process awaiting `results` does not exit under it; a clock without it
+   * (a test's manual clock) keeps nothing alive.
+   */
+  keepAlive?(): () => void;
 }
 
 /** The longest delay Node's timers honour. */
@@ -17,11 +23,16 @@ export const systemClock: Clock = {
     // Node fires a delay over 2^31-1 ms after 1 ms instead; cap it (~24.8 days) rather than
     // time a child out, or close a parked session, at once.
     const t = setTimeout(fn, Math.min(ms, MAX_TIMER_MS));
-    // A pending child timeout must never keep a finished process alive.
+    // A timer alone never keeps the process alive (a parked session's expiry, a timeout of a child
+    // whose owner has gone): what does is keepAlive(), held while children are live.
     t.unref?.();
     return t;
   },
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+  keepAlive: () => {
+    const t = setInterval(noop, MAX_TIMER_MS);
+    return () => clearInterval(t);
+  },
 };
 
 /**

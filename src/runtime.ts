@@ -109,6 +109,21 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const queues = new Map<string, ChildQueue>();
   const paused = new Set<string>();
   const ownedListeners = new Set<OwnedEventListener>();
+  // One keep-alive for the whole runtime, held while any delegation has children left.
+  let holds = 0;
+  let releaseClock: (() => void) | undefined;
+  const hold = (): (() => void) => {
+    if (holds++ === 0) releaseClock = clock.keepAlive?.();
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      if (--holds === 0) {
+        releaseClock?.();
+        releaseClock = undefined;
+      }
+    };
+  };
 
   const listening = (topic: string): boolean => ownedListeners.size > 0 || bus.hasSubscribers(topic);
   const deliver = (topic: string, payload: Record<string, unknown>, owner: Owner | undefined): void => {
@@ -150,6 +165,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       queues.delete(key);
     },
     isPaused: (owner) => paused.has(owner?.session_id ?? ''),
+    hold,
     spawn: (parent, tasks, opts, owner) => spawn(core, parent, tasks, opts, owner),
   };
 

@@ -47,5 +47,7 @@ export interface Core {
   queueFor(key: string): ChildQueue;
   releaseQueue(key: string): void;
   isPaused(owner: Owner | undefined): boolean;
+  /** Holds the process alive while a delegation has children left; returns its release. */
+  hold(): () => void;
   spawn(parent: ChildRecord | null, tasks: readonly TaskSpec[], options: DelegateOptions, owner: Owner | undefined): DelegationHandle;
 }

@@ -131,7 +131,7 @@ export function spawn(
   if (core.isPaused(owner)) throw new SubrunError(ErrorCode.SpawnPaused, 'spawning is paused');
 
   const delegation_id = core.ids.delegation();
-  const batch = new Batch(tasks.length);
+  const batch = new Batch(tasks.length, core.hold());
   const records: ChildRecord[] = [];
   const lives: LiveChild[] = [];
   for (let task_index = 0; task_index < tasks.length; task_index++) {
@@ -185,16 +185,23 @@ class Batch implements SettleListener {
   readonly #entries: CompletionEntry[];
   #left: number;
   #resolve!: (entries: CompletionEntry[]) => void;
+  /** Lets the process exit once the last entry is out (see Clock.keepAlive). */
+  readonly #release: () => void;
   readonly results: Promise<CompletionEntry[]>;
 
-  constructor(count: number) {
+  constructor(count: number, release: () => void) {
     this.#entries = new Array<CompletionEntry>(count);
     this.#left = count;
+    this.#release = release;
     this.results = new Promise((resolve) => (this.#resolve = resolve));
   }
 
   childSettled(record: ChildRecord, entry: CompletionEntry): void {
     this.#entries[record.task_index] = entry;
-    if (--this.#left === 0) this.#resolve(this.#entries);
+    if (--this.#left !== 0) return;
+    // Released in the same turn as the resolve: a caller's `await results` runs in this turn's
+    // microtasks, before the event loop could see nothing left and exit.
+    this.#release();
+    this.#resolve(this.#entries);
   }
 }
