@@ -3,7 +3,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'coverage/**', 'bench/results/**'] },
+  { ignores: ['node_modules/**', 'coverage/**', 'bench/results/**', 'dist/**'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

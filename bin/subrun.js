@@ -1,8 +1,6 @@
 #!/usr/bin/env node
-// The `subrun` command. The sources are TypeScript run directly (through tsx), so a clone needs no
-// build step; this file only registers the loader and hands over to src/cli.ts.
-import { register } from 'tsx/esm/api';
+// The `subrun` command: the compiled CLI (dist/, made by `npm run build`; `npm test` and
+// `npm pack` build it first). From a clone, `npm start` and `npx tsx src/cli.ts` run the sources.
+import { main } from '../dist/cli.js';
 
-register();
-const { main } = await import('../src/cli.ts');
 process.exitCode = await main(process.argv.slice(2));

@@ -3,6 +3,9 @@
 // same objects; tests hold the runtime's output and the docs' JSON examples to these schemas.
 import { z } from 'zod';
 
+/** The wire's version, in gateway.ready and server.info; bumped on any incompatible change. */
+export const PROTOCOL_VERSION = 1;
+
 const id = z.string().min(1);
 const unixSeconds = z.number().nonnegative();
 
@@ -175,7 +178,7 @@ export const resultSchemas = {
   'server.info': z.strictObject({
     name: z.string(),
     version: z.string(),
-    protocol_version: z.literal(1),
+    protocol_version: z.literal(PROTOCOL_VERSION),
     methods: z.array(z.string()),
     events: z.array(z.string()),
     limits: z.record(z.string(), z.number()),
@@ -207,6 +210,6 @@ export const resultSchemas = {
 } as const satisfies Record<MethodName, z.ZodType>;
 
 export const gatewayReadyPayloadSchema = z.strictObject({
-  protocol_version: z.literal(1),
+  protocol_version: z.literal(PROTOCOL_VERSION),
   server: z.strictObject({ name: z.string(), version: z.string() }),
 });

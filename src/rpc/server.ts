@@ -19,10 +19,11 @@ import { sessionMethods } from './methods/session.ts';
 import { parentMethods } from './methods/parent.ts';
 import { subagentMethods } from './methods/subagent.ts';
 import { ParentAgent } from './parent-agent.ts';
+import { PROTOCOL_VERSION } from './protocol.ts';
 import { SessionStore, type Session } from './sessions.ts';
 import type { Transport } from './transports/transport.ts';
 
-export const PROTOCOL_VERSION = 1;
+export { PROTOCOL_VERSION };
 
 export interface ServerOptions {
   readonly max_concurrent_children?: number;
