@@ -6,10 +6,11 @@ import { registryCase } from './registry.ts';
 import { rpcStdioCase } from './rpc-stdio.ts';
 import { rpcWsCase } from './rpc-ws.ts';
 import { slowConsumerCase } from './slow-consumer.ts';
+import { startupCase } from './startup.ts';
 import { steerLoadCase } from './steer-load.ts';
 import { tailMemoryCase } from './tail-memory.ts';
 
-export const CASES: readonly BenchCase[] = [registryCase, tailMemoryCase, rpcStdioCase, rpcWsCase, fanoutCase, delegationCase, steerLoadCase, slowConsumerCase];
+export const CASES: readonly BenchCase[] = [registryCase, tailMemoryCase, rpcStdioCase, rpcWsCase, fanoutCase, delegationCase, steerLoadCase, slowConsumerCase, startupCase];
 
 export function findCase(name: string): BenchCase | undefined {
   return CASES.find((c) => c.name === name);
