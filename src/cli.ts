@@ -34,12 +34,15 @@ export async function main(argv: readonly string[]): Promise<number> {
         process.stdout.write(USAGE);
         return command === undefined ? 2 : 0;
       case 'demo':
+        quietOnBrokenPipe();
         return await (await import('./demo.ts')).demoCommand(rest);
       case 'serve':
         return await (await import('./serve.ts')).serve(rest);
       case 'call':
+        quietOnBrokenPipe();
         return await (await import('./client.ts')).call(rest);
       case 'watch':
+        quietOnBrokenPipe();
         return await (await import('./client.ts')).watch(rest);
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)}; try subrun --help`);
@@ -48,6 +51,18 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`subrun: ${err instanceof Error ? err.message : String(err)}\n`);
     return err instanceof UsageError ? 2 : 1;
   }
+}
+
+/**
+ * `subrun demo | head` closes the pipe early: that is the reader's choice, not a failure, so the
+ * command ends quietly instead of dying on an unhandled EPIPE. (`serve --stdio` handles its own
+ * stdout: a host hanging up there starts the shutdown.)
+ */
+function quietOnBrokenPipe(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(0);
+  });
 }
 
 // Run directly (`tsx src/cli.ts ...`), not when imported by bin/subrun.js or a test.

@@ -31,12 +31,8 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
 export async function runModelDemo(config: OpenAIRunnerConfig, out: NodeJS.WritableStream & { isTTY?: boolean } = process.stdout): Promise<number> {
   const runtime = createRuntime({ max_concurrent_children: 3, max_spawn_depth: 1 });
   const runner = openaiRunner(config);
-  const log: string[] = [];
-  const roster = new Roster(out);
-  const say = (line: string) => {
-    log.push(line);
-    roster.draw(runtime.list({ include_finished: true }), log);
-  };
+  const story = new Story(out, () => runtime.list({ include_finished: true }));
+  const say = (line: string) => story.say(line);
   const handle = runtime.delegate([
     { goal: 'List the top-level files of the workspace and say in two sentences what this project is.', runner },
     { goal: 'Read README.md and list its quick-start commands, one per line.', runner },
@@ -59,29 +55,35 @@ export async function runModelDemo(config: OpenAIRunnerConfig, out: NodeJS.Writa
       say(`interrupt ${third}: stopped [${r.interrupted.join(', ')}]`);
     }
     if (e.type === 'subagent.steer.delivered') say(`delivered to ${id}: ${JSON.stringify(e.text)}`);
-    if (e.type === 'subagent.complete') say(`${id} finished: ${(e.entry as CompletionEntry).status}`);
+    if (e.type === 'subagent.complete') {
+      const entry = e.entry as CompletionEntry;
+      say(`${id} finished: ${entry.status}${entry.missed_steer ? `; ${MISSED_BEFORE_DELIVERY}` : ''}`);
+    }
   });
-  const ticker = setInterval(() => roster.draw(runtime.list({ include_finished: true }), log), 250);
+  story.live(250);
   const results = await handle.results;
-  clearInterval(ticker);
   stop();
-  roster.draw(runtime.list({ include_finished: true }), log, true);
+  story.end();
   out.write('\nCompletion entries:\n');
   for (const entry of results) out.write(`${JSON.stringify(entry, null, 2)}\n`);
-  return results.some((e) => e.status === 'error') ? 1 : 0;
+  // A model that could not be reached (or failed every child) is a failed demo, not a story.
+  const failed = results.filter((e) => e.status === 'failed' || e.status === 'error' || e.status === 'timeout');
+  if (failed.length > 0) {
+    process.stderr.write(`subrun: demo failed: ${failed.length} of ${results.length} children ended ${failed[0]?.status}: ${failed[0]?.error ?? 'no reason given'}\n`);
+    return 1;
+  }
+  return 0;
 }
+
+const MISSED_BEFORE_DELIVERY = 'its steer missed: the child finished before its next delivery point, so the text is back in missed_steer';
 
 export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const out = options.out ?? process.stdout;
   const ms = (n: number) => (options.fast ? Math.round(n / 4) : n);
   const runtime = createRuntime({ max_concurrent_children: 3, max_spawn_depth: 2 });
-  const log: string[] = [];
   const entries = new Map<string, CompletionEntry>();
-  const roster = new Roster(out);
-  const say = (line: string) => {
-    log.push(line);
-    roster.draw(runtime.list({ include_finished: true }), log);
-  };
+  const story = new Story(out, () => runtime.list({ include_finished: true }));
+  const say = (line: string) => story.say(line);
 
   const handle = runtime.delegate([
     {
@@ -155,7 +157,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     if (e.type === 'subagent.complete') {
       const entry = e.entry as CompletionEntry;
       entries.set(id, entry);
-      say(`${id} finished: ${entry.status}${entry.missed_steer ? ' (with missed_steer)' : ''}`);
+      // The summarize child's steer arrived while its only steps left were a sleep and the finish:
+      // neither is a delivery point, so the steer could never land and comes back on the entry.
+      const why = id === summarize ? 'it was sent during a step with no delivery point (a sleep, then the finish)' : 'the child finished before its next delivery point';
+      say(`${id} finished: ${entry.status}${entry.missed_steer ? `; its steer missed: ${why}, so the text is back in missed_steer` : ''}`);
     }
   });
   const steer = (id: string, text: string) => {
@@ -163,12 +168,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     say(`steer ${id}: ${r.status}${r.status === 'queued' ? ` as ${r.steer_id} (accepted, not yet delivered)` : ''}`);
   };
 
-  const ticker = setInterval(() => roster.draw(runtime.list({ include_finished: true }), log), 200);
+  story.live(200);
   const results = await handle.results;
-  clearInterval(ticker);
   for (const t of timers) clearTimeout(t);
   stop();
-  roster.draw(runtime.list({ include_finished: true }), log, true);
+  story.end();
 
   out.write('\nCompletion entries (the parent gets the first three; the grandchild\'s went to its parent):\n');
   for (const entry of [...results, ...[...entries.values()].filter((e) => !results.includes(e))]) {
@@ -182,37 +186,57 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
   return ok ? 0 : 1;
 }
 
-/** Draws the roster; on a terminal it redraws in place, elsewhere it prints only on change. */
-class Roster {
+/**
+ * How the demo tells its story. On a terminal: a live roster redrawn in place, with the last
+ * lines of the story under it. Elsewhere (a pipe, a file, CI): each line of the story once, as it
+ * happens, and the roster once at the end; a redrawn roster is only noise in a log.
+ */
+class Story {
   readonly #out: NodeJS.WritableStream & { isTTY?: boolean };
+  readonly #children: () => Snapshot[];
+  readonly #log: string[] = [];
   #lines = 0;
-  #last = '';
+  #ticker: NodeJS.Timeout | undefined;
 
-  constructor(out: NodeJS.WritableStream & { isTTY?: boolean }) {
+  constructor(out: NodeJS.WritableStream & { isTTY?: boolean }, children: () => Snapshot[]) {
     this.#out = out;
+    this.#children = children;
   }
 
-  draw(children: Snapshot[], log: readonly string[], final = false): void {
-    const rows = [...children].sort((a, b) => (a.started_at ?? Infinity) - (b.started_at ?? Infinity) || a.depth - b.depth);
-    const ordered = treeOrder(rows);
-    const lines = [
+  say(line: string): void {
+    this.#log.push(line);
+    if (this.#out.isTTY) this.#draw();
+    else this.#out.write(`  ${line}\n`);
+  }
+
+  /** On a terminal, redraws every `ms` while children run (tool counts move between lines). */
+  live(ms: number): void {
+    if (this.#out.isTTY) this.#ticker = setInterval(() => this.#draw(), ms);
+  }
+
+  end(): void {
+    clearInterval(this.#ticker);
+    if (this.#out.isTTY) this.#draw();
+    else this.#out.write(`\n${this.#roster().join('\n')}\n`);
+  }
+
+  #roster(): string[] {
+    const rows = [...this.#children()].sort((a, b) => (a.started_at ?? Infinity) - (b.started_at ?? Infinity) || a.depth - b.depth);
+    return [
       'subagent            status       tools  last tool     goal',
-      ...ordered.map(
+      ...treeOrder(rows).map(
         (s) =>
           `${pad(`${'  '.repeat(s.depth)}${s.subagent_id}`, 19)} ${pad(s.status + (s.accepting_steer ? '' : '*'), 12)} ${pad(String(s.tool_count), 6)} ${pad(s.last_tool || '-', 13)} ${s.goal}`,
       ),
       '(* = no longer accepting steers)',
-      ...log.slice(-8).map((l) => `  ${l}`),
     ];
-    const text = lines.join('\n');
-    if (this.#out.isTTY) {
-      if (this.#lines > 0) this.#out.write(`\x1b[${this.#lines}A\x1b[J`);
-      this.#out.write(`${text}\n`);
-      this.#lines = lines.length;
-    } else if (text !== this.#last || final) {
-      this.#out.write(`${text}\n\n`);
-    }
-    this.#last = text;
+  }
+
+  #draw(): void {
+    const lines = [...this.#roster(), ...this.#log.slice(-8).map((l) => `  ${l}`)];
+    if (this.#lines > 0) this.#out.write(`\x1b[${this.#lines}A\x1b[J`);
+    this.#out.write(`${lines.join('\n')}\n`);
+    this.#lines = lines.length;
   }
 }
 
