@@ -6,20 +6,14 @@
 // the session is open the same refs stay alive (its finished children are retained for a late
 // list or tail), so the check can fail. The heap figure over 10,000 sessions is in the bench suite
 // (bench/cases/session-churn.ts).
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { RunOutcome, Runner, RunnerContext } from '../src/delegation/types.ts';
 import { defineRunnerKind } from '../src/delegation/runners/kinds.ts';
 import { RpcServer, type ServerOptions } from '../src/rpc/server.ts';
+import { stillReachable } from './helpers/gc.ts';
 import { ManualClock } from './helpers/manual-clock.ts';
 import { connectMemory, ok, type RpcTestClient } from './helpers/rpc-client.ts';
-
-// A GC the test can call without a node flag on the whole suite: the flag set at run time, and
-// the `gc` global taken from a fresh context, which is made after the flag.
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 const OUTPUT = 'o'.repeat(16 * 1024);
 
@@ -29,17 +23,8 @@ class Watch {
   readonly entries: WeakRef<object>[] = [];
 
   /** How many of the watched objects are still reachable after full collections. */
-  async alive(): Promise<number> {
-    let left = Number.POSITIVE_INFINITY;
-    // A WeakRef made in a job stays alive to that job's end, and some holders are let go a
-    // promise turn after the event that ends them: collect across macrotasks until it settles.
-    for (let round = 0; round < 8; round++) {
-      await new Promise((resolve) => setImmediate(resolve));
-      gc();
-      left = [...this.runners, ...this.entries].filter((r) => r.deref() !== undefined).length;
-      if (left === 0) return 0;
-    }
-    return left;
+  alive(): Promise<number> {
+    return stillReachable([...this.runners, ...this.entries]);
   }
 }
 
