@@ -72,11 +72,26 @@ export interface Runtime {
   isPaused(session_id: string): boolean;
   /** Interrupts every live child of a session (all generations, all depths); returns the ids. */
   interruptSession(session_id: string, generation?: number): string[];
+  /**
+   * A session is closed: interrupts its live children (all generations, all depths) and lets go of
+   * everything the runtime kept for it: its finished children now, its live ones as they finish
+   * (their entries, `done` promises and events still come as always, but none is retained for
+   * list or tail), then its queue and pause flag. Returns the ids interrupted.
+   */
+  releaseSession(session_id: string): string[];
+  /**
+   * A session was reset: interrupts the live children of generations up to `generation` and stops
+   * retaining them (finished ones are dropped now, live ones are not kept when they finish): no
+   * scope can reach them again. Returns the ids interrupted.
+   */
+  retireGeneration(session_id: string, generation: number): string[];
   /** Interrupts every live child; resolves when all have completed. */
   shutdown(): Promise<void>;
   /** Every event together with its private owner binding (for the RPC layer's routing). */
   onOwnedEvent(listener: OwnedEventListener): () => void;
   readonly liveCount: number;
+  /** Parent queues held (each parent with children, and each session's root); for diagnostics. */
+  readonly queueCount: number;
 }
 
 function positiveInt(name: string, value: unknown, fallback: number, min = 1): number {
@@ -203,6 +218,19 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const records = registry.liveOf(session_id).filter((r) => generation === undefined || r.owner?.generation === generation);
       return interruptAll(records);
     },
+    releaseSession(session_id) {
+      const interrupted = interruptAll(registry.liveOf(session_id));
+      paused.delete(session_id);
+      // Dropped only once its children are all out: a spawn racing the close still finds the queue
+      // (and the concurrency bound) its siblings hold slots in.
+      registry.release(session_id, () => queues.delete(`root:${session_id}`));
+      return interrupted;
+    },
+    retireGeneration(session_id, generation) {
+      const interrupted = interruptAll(registry.liveOf(session_id).filter((r) => (r.owner?.generation ?? 0) <= generation));
+      registry.retireBefore(session_id, generation + 1);
+      return interrupted;
+    },
     async shutdown() {
       const live = [...registry.liveRecords()];
       interruptAll(live);
@@ -214,6 +242,9 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
     get liveCount() {
       return registry.liveCount;
+    },
+    get queueCount() {
+      return queues.size;
     },
   };
 }

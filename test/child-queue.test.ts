@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ChildQueue } from '../src/delegation/child-queue.ts';
 import type { LiveChild } from '../src/delegation/run-child.ts';
+import { stillReachable } from './helpers/gc.ts';
 import { flush } from './helpers/manual-clock.ts';
 
 /** Just what ChildQueue uses of a LiveChild: its record's finished flag, its queue, holdSlot. */
@@ -15,6 +16,16 @@ function fake(name: string, started: string[], hold?: Promise<unknown>) {
     },
   };
   return live;
+}
+
+function addWatched(q: ChildQueue, n: number, started: string[]): WeakRef<object>[] {
+  const refs: WeakRef<object>[] = [];
+  for (let i = 0; i < n; i++) {
+    const f = fake(`c${i}`, started);
+    refs.push(new WeakRef(f));
+    q.add(f as unknown as LiveChild);
+  }
+  return refs;
 }
 
 describe('ChildQueue', () => {
@@ -60,5 +71,20 @@ describe('ChildQueue', () => {
     q.add(b as unknown as LiveChild);
     await flush();
     expect(started).toEqual(['a', 'b']);
+  });
+
+  it('holds no child once it has started and finished: a queue that lives on keeps none of what it ran', async () => {
+    const started: string[] = [];
+    const q = new ChildQueue(2);
+    // Added from a plain function: a suspended async frame may keep its last local alive.
+    const refs = addWatched(q, 10, started);
+    await flush();
+    expect(started).toHaveLength(10);
+    expect(q.waiting).toBe(0);
+    expect(await stillReachable(refs)).toBe(0);
+    // The queue itself is still in use.
+    q.add(fake('later', started) as unknown as LiveChild);
+    await flush();
+    expect(started.at(-1)).toBe('later');
   });
 });

@@ -291,6 +291,38 @@ describe('delegation.*', () => {
     expect((await ok(client, 'delegation.spawn', { session_id: sid, tasks: four.slice(0, 3) })).count).toBe(3);
   });
 
+  it('delegation.result never forgets a live delegation, however many newer ones finish; finished ones are kept up to 256', async () => {
+    const { connect } = env();
+    const { client } = connect();
+    const s = await session(client);
+    const live = await ok(client, 'delegation.spawn', { session_id: s.session_id, tasks: [{ goal: 'long', agent: WAITER }] });
+    const FINISHED = 300;
+    const ids: string[] = [];
+    for (let i = 0; i < FINISHED; i++) {
+      const r = await ok(client, 'delegation.spawn', { session_id: s.session_id, tasks: [{ goal: `quick ${i}`, agent: agent({ op: 'say', text: `${i}` }) }] });
+      ids.push(r.delegation_id);
+    }
+    const last = ids[FINISHED - 1] as string;
+    await client.waitForEvent((e) => e.type === 'delegation.complete' && e.payload.delegation_id === last);
+
+    // 300 newer delegations later, the live one is still there, not done.
+    expect(await ok(client, 'delegation.result', { session_id: s.session_id, delegation_id: live.delegation_id })).toEqual({ delegation_id: live.delegation_id, done: false, results: [] });
+    // Of the finished ones, the newest 256 are kept and the older ones are let go.
+    for (const [i, id] of ids.entries()) {
+      const reply = await client.call('delegation.result', { session_id: s.session_id, delegation_id: id });
+      if (i < FINISHED - 256) expect(reply.error, `#${i}`).toEqual({ code: 4004, message: 'delegation not found' });
+      else expect((reply.result as { done: boolean }).done, `#${i}`).toBe(true);
+    }
+    // Once it finishes, the live one joins the finished and is answered in full.
+    await ok(client, 'subagent.interrupt', { session_id: s.session_id, subagent_id: live.subagent_ids[0] });
+    await client.waitForEvent((e) => e.type === 'delegation.complete' && e.payload.delegation_id === live.delegation_id);
+    const done = await ok(client, 'delegation.result', { session_id: s.session_id, delegation_id: live.delegation_id });
+    expect(done.done).toBe(true);
+    expect(done.results.map((e) => e.status)).toEqual(['interrupted']);
+    // ...and pushes the oldest kept one out.
+    expect(await fails(client, 'delegation.result', { session_id: s.session_id, delegation_id: ids[FINISHED - 256] as string })).toMatchObject({ code: 4004 });
+  });
+
   it('delegation.pause stops every spawn of that session (4011, and a nested spawn step fails); other sessions go on', async () => {
     const { connect, bus } = env({ max_spawn_depth: 2 });
     const a = connect().client;

@@ -5,12 +5,13 @@ import { fanoutCase } from './fanout.ts';
 import { registryCase } from './registry.ts';
 import { rpcStdioCase } from './rpc-stdio.ts';
 import { rpcWsCase } from './rpc-ws.ts';
+import { sessionChurnCase } from './session-churn.ts';
 import { slowConsumerCase } from './slow-consumer.ts';
 import { startupCase } from './startup.ts';
 import { steerLoadCase } from './steer-load.ts';
 import { tailMemoryCase } from './tail-memory.ts';
 
-export const CASES: readonly BenchCase[] = [registryCase, tailMemoryCase, rpcStdioCase, rpcWsCase, fanoutCase, delegationCase, steerLoadCase, slowConsumerCase, startupCase];
+export const CASES: readonly BenchCase[] = [registryCase, tailMemoryCase, rpcStdioCase, rpcWsCase, fanoutCase, delegationCase, steerLoadCase, slowConsumerCase, sessionChurnCase, startupCase];
 
 export function findCase(name: string): BenchCase | undefined {
   return CASES.find((c) => c.name === name);

@@ -13,8 +13,13 @@ const MIN_DEAD_TO_COMPACT = 64;
 
 export class ChildQueue {
   readonly #pq: PQueue;
-  /** Children added and not yet started, oldest first from #head (p-queue starts them in order). */
-  #line: LiveChild[] = [];
+  /**
+   * Children added and not yet started, oldest first from #head (p-queue starts them in order).
+   * A started child's place is emptied at once: the line held every started child (its record,
+   * context and transcript) until 1,024 had started, so a session that ran a few children kept
+   * them all after it closed.
+   */
+  #line: Array<LiveChild | undefined> = [];
   #head = 0;
   /** Entries in the line whose child already finished without starting. */
   #dead = 0;
@@ -42,7 +47,7 @@ export class ChildQueue {
 
   #start(live: LiveChild): Promise<unknown> {
     // FIFO: the child starting is the one at the head of the line.
-    this.#head++;
+    this.#line[this.#head++] = undefined;
     if (live.record.finished) this.#dead--;
     if (this.#head >= 1024 && this.#head * 2 >= this.#line.length) {
       this.#line = this.#line.slice(this.#head);
@@ -53,7 +58,7 @@ export class ChildQueue {
 
   /** Drops every waiting entry and adds back, in order, the children still waiting. */
   #compact(): void {
-    const waiting = this.#line.slice(this.#head).filter((l) => !l.record.finished);
+    const waiting = this.#line.slice(this.#head).filter((l): l is LiveChild => l !== undefined && !l.record.finished);
     // clear() removes only entries not yet started; the promises of the dropped ones never
     // settle, and nothing awaits them.
     this.#pq.clear();

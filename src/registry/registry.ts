@@ -75,13 +75,17 @@ export class Registry {
     record.steerHook = steerHook;
   }
 
-  /** Moves a finished child from live to retained (dropping the oldest beyond the bound). */
+  /**
+   * Moves a finished child from live to retained (dropping the oldest beyond the bound). A child
+   * of a released owner, or of a generation retired before it finished, is not retained: nobody
+   * can reach it any more.
+   */
   retire(record: ChildRecord): void {
     if (!this.#live.delete(record.subagent_id)) return;
     const slot = record.ownerSlot as OwnerSlot;
     slot.unlink(record);
     record.steerHook = undefined;
-    if (this.#retainPerOwner > 0) {
+    if (this.#retainPerOwner > 0 && slot.onReleased === undefined && generationOf(record) >= slot.retainFrom) {
       this.#retained.set(record.subagent_id, record);
       const order = slot.finished;
       order.push(record.subagent_id);
@@ -90,7 +94,58 @@ export class Registry {
         if (old !== undefined) this.#retained.delete(old);
       }
     }
-    if (slot.size === 0 && slot.finished.length === 0) this.#owners.delete(ownerKey(record));
+    this.#dropIfEmpty(ownerKey(record), slot);
+  }
+
+  /**
+   * Lets go of everything kept for one owner key (a session that closed): its retained children
+   * now, its live ones as they finish (none is retained). `released` runs once the last live one
+   * has finished, at once if none is live. Their entries and events go out as always.
+   */
+  release(session_id: string, released: () => void): void {
+    const slot = this.#owners.get(session_id);
+    if (!slot) {
+      released();
+      return;
+    }
+    for (const id of slot.finished) this.#retained.delete(id);
+    slot.finished.length = 0;
+    const before = slot.onReleased;
+    slot.onReleased = before ? () => (before(), released()) : released;
+    this.#dropIfEmpty(session_id, slot);
+  }
+
+  /**
+   * Stops retaining the children of `session_id`'s generations before `generation` (a reset
+   * session: they are out of its reach for good): the finished ones are dropped now, the live ones
+   * are not retained when they finish.
+   */
+  retireBefore(session_id: string, generation: number): void {
+    const slot = this.#owners.get(session_id);
+    if (!slot) return;
+    slot.retainFrom = Math.max(slot.retainFrom, generation);
+    const kept = slot.finished.filter((id) => {
+      const r = this.#retained.get(id);
+      if (r && generationOf(r) >= generation) return true;
+      this.#retained.delete(id);
+      return false;
+    });
+    slot.finished.length = 0;
+    slot.finished.push(...kept);
+    this.#dropIfEmpty(session_id, slot);
+  }
+
+  #dropIfEmpty(key: string, slot: OwnerSlot): void {
+    if (slot.size > 0 || slot.finished.length > 0) return;
+    if (this.#owners.get(key) === slot) this.#owners.delete(key);
+    const released = slot.onReleased;
+    slot.onReleased = undefined;
+    released?.();
+  }
+
+  /** Owner keys with live or retained children, for tests and diagnostics. */
+  get ownerCount(): number {
+    return this.#owners.size;
   }
 
   /** A live or retained child, without any authority check (in-process use). */
@@ -222,6 +277,10 @@ class OwnerSlot {
   tail: ChildRecord | undefined;
   size = 0;
   readonly finished: string[] = [];
+  /** Children of generations below this one are not retained (their generation was reset). */
+  retainFrom = 0;
+  /** Set once the owner is released (its session closed): runs when its last live child is out. */
+  onReleased: (() => void) | undefined;
 
   link(r: ChildRecord): void {
     r.ownerSlot = this;
@@ -243,6 +302,10 @@ class OwnerSlot {
     r.ownerSlot = undefined;
     this.size--;
   }
+}
+
+function generationOf(r: ChildRecord): number {
+  return r.owner?.generation ?? 0;
 }
 
 function ownerKey(r: ChildRecord): string {

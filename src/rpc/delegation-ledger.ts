@@ -1,6 +1,13 @@
 // The per-session record of delegations, for delegation.result: which delegations a session's
 // children (at any depth) were dispatched under, and their entries as they complete. Fed from the
-// runtime's owned events; bounded per session so a long-lived session cannot grow it forever.
+// runtime's owned events, for open sessions in their current generation only (the server filters).
+//
+// Bounds: a live delegation is never evicted (delegation.result is how a host recovers the entries
+// of a delegation whose events it lost, so forgetting a running one would lose them for good). Its
+// count needs no bound of its own: each live delegation has a live child, and a live child costs
+// far more than its line here. Of the finished delegations, the MAX_FINISHED_PER_SESSION most
+// recently finished are kept per session; a session that closes, or a generation that is reset,
+// drops its lines at once.
 import type { CompletionEntry, Owner } from '../delegation/types.ts';
 
 interface DelegationRecord {
@@ -9,46 +16,64 @@ interface DelegationRecord {
   done: boolean;
 }
 
-const MAX_PER_SESSION = 256;
+/** Finished delegations kept per session for delegation.result (documented in docs/protocol.md). */
+export const MAX_FINISHED_PER_SESSION = 256;
+
+class SessionLedger {
+  readonly records = new Map<string, DelegationRecord>();
+  /** Ids of the finished delegations, oldest first. */
+  finished: string[] = [];
+}
 
 export class DelegationLedger {
-  readonly #bySession = new Map<string, Map<string, DelegationRecord>>();
+  readonly #bySession = new Map<string, SessionLedger>();
 
-  /** Feed every owned event here. */
+  /** Feed every owned event of an open session's current generation here. */
   observe(event: Record<string, unknown> & { type: string }, owner: Owner | undefined): void {
     if (!owner) return;
     const delegation_id = typeof event.delegation_id === 'string' ? event.delegation_id : undefined;
     if (!delegation_id) return;
     let session = this.#bySession.get(owner.session_id);
     if (event.type === 'delegation.dispatched') {
-      if (!session) this.#bySession.set(owner.session_id, (session = new Map()));
+      if (!session) this.#bySession.set(owner.session_id, (session = new SessionLedger()));
       const count = typeof event.count === 'number' ? event.count : 0;
-      session.set(delegation_id, { generation: owner.generation, entries: new Array(count).fill(undefined), done: false });
-      while (session.size > MAX_PER_SESSION) {
-        const oldest = session.keys().next().value;
-        if (oldest === undefined) break;
-        session.delete(oldest);
-      }
+      session.records.set(delegation_id, { generation: owner.generation, entries: new Array(count).fill(undefined), done: false });
       return;
     }
-    const record = session?.get(delegation_id);
-    if (!record) return;
+    const record = session?.records.get(delegation_id);
+    if (!session || !record) return;
     if (event.type === 'subagent.complete') {
       const entry = event.entry as CompletionEntry;
       record.entries[entry.task_index] = entry;
-    } else if (event.type === 'delegation.complete') {
+    } else if (event.type === 'delegation.complete' && !record.done) {
       record.done = true;
+      session.finished.push(delegation_id);
+      while (session.finished.length > MAX_FINISHED_PER_SESSION) session.records.delete(session.finished.shift() as string);
     }
   }
 
   /** The delegation if this session (in this generation) spawned it. */
   get(session_id: string, generation: number, delegation_id: string): { done: boolean; results: CompletionEntry[] } | undefined {
-    const r = this.#bySession.get(session_id)?.get(delegation_id);
+    const r = this.#bySession.get(session_id)?.records.get(delegation_id);
     if (!r || r.generation !== generation) return undefined;
     return { done: r.done, results: r.entries.filter((e): e is CompletionEntry => e !== undefined) };
   }
 
+  /** Drops every line of generations before `generation` (session.reset: out of reach for good). */
+  retireBefore(session_id: string, generation: number): void {
+    const session = this.#bySession.get(session_id);
+    if (!session) return;
+    for (const [id, r] of session.records) if (r.generation < generation) session.records.delete(id);
+    session.finished = session.finished.filter((id) => session.records.has(id));
+    if (session.records.size === 0) this.#bySession.delete(session_id);
+  }
+
   forget(session_id: string): void {
     this.#bySession.delete(session_id);
+  }
+
+  /** Sessions with lines here, for tests and diagnostics. */
+  get sessionCount(): number {
+    return this.#bySession.size;
   }
 }

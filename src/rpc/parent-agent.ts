@@ -12,6 +12,7 @@ import { STEER_PROMPT } from '../delegation/runners/openai/steer-marker.ts';
 import { buildCompletionEntry } from '../delegation/completion.ts';
 import { preview } from '../delegation/preview.ts';
 import type { Owner, Scope } from '../delegation/types.ts';
+import { ErrorCode, SubrunError } from '../errors.ts';
 import type { IdMaker } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import type { Snapshot } from '../registry/snapshot.ts';
@@ -49,6 +50,8 @@ export class ParentAgent {
   #turns = 0;
   /** Delegations this parent spawned, per generation: the roots of its spawn tree. */
   #mine = new Set<string>();
+  /** Its session closed: a turn still winding down may not spawn children nobody would release. */
+  #closed = false;
 
   constructor(deps: ParentAgentDeps) {
     this.#deps = deps;
@@ -82,6 +85,14 @@ export class ParentAgent {
     if (!turn || turn.abort.signal.aborted) return false;
     turn.abort.abort('interrupt');
     return true;
+  }
+
+  /** The session closed: stops the turn for good; a spawn from its tools is refused from now on. */
+  close(): void {
+    this.#closed = true;
+    this.interrupt();
+    this.#history = [];
+    this.#mine.clear();
   }
 
   /** session.reset: a new generation starts a fresh conversation. */
@@ -181,6 +192,7 @@ export class ParentAgent {
     return {
       max_tasks: rt.limits.max_concurrent_children,
       spawn: (tasks) => {
+        if (this.#closed) throw new SubrunError(ErrorCode.RuntimeClosed, 'the session has closed; it can no longer delegate');
         const handle = rt.delegate(
           tasks.map((t) => ({ goal: t.goal, context: t.context, runner })),
           { owner: this.#deps.owner() },

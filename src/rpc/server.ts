@@ -86,11 +86,14 @@ export class RpcServer {
       clock: this.#clock,
       ids,
       park_ttl_ms: this.limits.park_ttl_ms,
+      // A closed session leaves nothing behind: its parent agent (closed, so a turn still winding
+      // down cannot spawn again), its children (interrupted, then let go as they finish), its
+      // queue and pause flag (once they have), and its delegation ledger. Events of its children
+      // still finishing reach no transport: the session is gone from the store (#route).
       onClose: (session_id) => {
-        this.#parents.get(session_id)?.interrupt();
+        this.#parents.get(session_id)?.close();
         this.#parents.delete(session_id);
-        this.runtime.interruptSession(session_id);
-        this.runtime.setPaused(session_id, false);
+        this.runtime.releaseSession(session_id);
         this.#ledger.forget(session_id);
       },
     });
@@ -121,16 +124,22 @@ export class RpcServer {
         return p;
       },
       forgetParent: (session_id) => {
-        this.#parents.get(session_id)?.interrupt();
+        this.#parents.get(session_id)?.close();
         this.#parents.delete(session_id);
       },
       methodNames: () => [...METHODS.keys()].sort(),
       eventTypes: () => [...CATALOG.events],
     };
     this.runtime.onOwnedEvent((event, owner) => {
-      this.#ledger.observe(event, owner);
       this.#logLifecycle(event, owner);
-      this.#route(event, owner);
+      if (!owner) return;
+      // Only an open session's current generation is recorded and routed: a child of a closed
+      // session (or of a reset generation) that delegates while it winds down must not make a
+      // ledger for a session that will never ask, nor reach a transport (fail closed).
+      const session = this.sessions.get(owner.session_id);
+      if (!session || session.generation !== owner.generation) return;
+      this.#ledger.observe(event, owner);
+      this.#route(session, event);
     });
   }
 
@@ -174,11 +183,8 @@ export class RpcServer {
     this.sessions.closeAll();
   }
 
-  /** Sends a runtime event to its session's slot; drops it for retired generations (fail closed). */
-  #route(event: Record<string, unknown> & { type: string }, owner: Owner | undefined): void {
-    if (!owner) return;
-    const session = this.sessions.get(owner.session_id);
-    if (!session || session.generation !== owner.generation) return;
+  /** Sends a runtime event of the session's current generation to its slot. */
+  #route(session: Session, event: Record<string, unknown> & { type: string }): void {
     const { type, ts, src: _src, ...payload } = event;
     this.#send(session, type, typeof ts === 'number' ? ts : this.#clock.now() / 1000, payload);
   }

@@ -33,7 +33,9 @@ export const sessionMethods: Record<string, MethodDef> = {
     server.parentOf(session.session_id).reset();
     server.logger.info({ session_id: session.session_id, transport, generation: session.generation }, 'session reset');
     // Fail closed: the old generation's children stop, and nothing of theirs reaches the session.
-    server.runtime.interruptSession(session.session_id, retired);
+    // Nothing of theirs is kept either: no scope can reach them again.
+    server.runtime.retireGeneration(session.session_id, retired);
+    server.ledger.retireBefore(session.session_id, session.generation);
     return { session_id: session.session_id, generation: session.generation };
   }),
 
