@@ -1,13 +1,18 @@
 // `subrun serve`: the JSON-RPC server over stdio or WebSocket. stdout of --stdio carries the
 // protocol alone; everything human-readable and every log line goes to stderr.
+//
+// One shutdown path, whatever starts it (SIGTERM, SIGINT, the host closing stdin; a repeated
+// signal joins the shutdown already running): stop taking connections, stop every child and send
+// its completion, close every connection behind what it was sent, then give the peers
+// --shutdown-grace-ms to read it all before whatever is left is cut and the process exits.
 import { randomBytes } from 'node:crypto';
 import { parseFlags, UsageError, type FlagSpec } from './cli-options.ts';
 import { openaiRunner } from './delegation/runners/openai/runner.ts';
 import { createLogger } from './log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { RpcServer } from './rpc/server.ts';
-import { stdioTransport } from './rpc/transports/stdio.ts';
-import { isLoopback, listenWs } from './rpc/transports/ws.ts';
+import { stdioTransport, type StdioTransport } from './rpc/transports/stdio.ts';
+import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from './rpc/transports/ws.ts';
 
 export const SERVE_FLAGS: readonly FlagSpec[] = [
   { flag: 'stdio', kind: 'bool' },
@@ -27,6 +32,8 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   { flag: 'max-queued-steers', env: 'SUBRUN_MAX_QUEUED_STEERS', kind: 'int', min: 1, max: 100_000 },
   { flag: 'max-queued-steer-bytes', env: 'SUBRUN_MAX_QUEUED_STEER_BYTES', kind: 'int', min: 32768, max: 1024 * 1024 * 1024 },
   { flag: 'retain-finished', env: 'SUBRUN_RETAIN_FINISHED', kind: 'int', min: 0, max: 100_000 },
+  // setTimeout's limit: a longer deadline would fire at once.
+  { flag: 'shutdown-grace-ms', env: 'SUBRUN_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 2_147_483_647 },
   { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string' },
   { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string' },
   ...MODEL_FLAGS,
@@ -64,32 +71,49 @@ export async function serve(argv: readonly string[]): Promise<number> {
     logger,
   });
 
+  const grace = (v['shutdown-grace-ms'] as number | undefined) ?? 5_000;
+  let listener: WsListener | undefined;
+  let stdio: StdioTransport | undefined;
   let stopping: Promise<void> | undefined;
-  let closeListener: () => Promise<void> = async () => undefined;
   const stop = (why: string) => {
     stopping ??= (async () => {
       logger.info({ why }, 'shutting down');
+      listener?.stopAccepting();
+      // Every child stopped and its completion sent; every connection closed behind it.
       await server.shutdown();
-      await closeListener();
+      if (listener) await listener.close();
+      else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
+      // Nothing is owed to anyone any more. Whatever still holds the event loop (a write to a
+      // stdout nobody reads, a runner abandoned with a request in flight) must not hold the
+      // process: an unref'd timer fires only if something else keeps the loop alive.
+      setTimeout(() => process.exit(), 0).unref();
     })();
     return stopping;
   };
   const done = new Promise<void>((resolve) => {
-    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stop(sig).then(resolve));
+    // `on`, not `once`: a second signal must not fall through to the default action (death by
+    // signal, with completions still unsent); the shutdown running already is bounded.
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stop(sig).then(resolve));
     if (v.stdio) {
-      const conn = server.connect(
-        stdioTransport({ input: process.stdin, output: process.stdout, max_message_bytes: server.limits.max_message_bytes }),
-      );
-      // stdio is one connection for the server's life: when the host hangs up, nobody can attach
-      // again, so the server stops its children and exits.
-      void conn.whenClosed.then(() => stop('stdin closed')).then(resolve);
+      // stdio is one connection for the server's life: when the host closes stdin, nobody can
+      // attach again, so the server shuts down, and the host, which may still be reading stdout,
+      // gets the replies to its last requests and every completion before the transport closes.
+      stdio = stdioTransport({
+        input: process.stdin,
+        output: process.stdout,
+        max_message_bytes: server.limits.max_message_bytes,
+        onInputEnd: () => void stop('stdin closed').then(resolve),
+      });
+      const conn = server.connect(stdio);
+      // The host closed stdout (EPIPE): nothing can reach it any more; shut down the same way.
+      void conn.whenClosed.then(() => stop('stdout closed')).then(resolve);
     }
   });
 
   if (v.ws) {
     const generated = v.token === undefined;
     const token = (v.token as string | undefined) ?? randomBytes(24).toString('base64url');
-    const listener = await listenWs(
+    listener = await listenWs(
       {
         host: (v.host as string | undefined) ?? '127.0.0.1',
         port: (v.port as number | undefined) ?? 8787,
@@ -98,11 +122,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
         max_message_bytes: server.limits.max_message_bytes,
         heartbeat_ms: v['heartbeat-ms'] as number | undefined,
         max_outbound_bytes: v['max-outbound-bytes'] as number | undefined,
+        shutdown_grace_ms: grace,
         logger,
       },
       (t) => server.connect(t),
     );
-    closeListener = () => listener.close();
     process.stderr.write(`subrun listening on ${listener.url}\n`);
     const host = (v.host as string | undefined) ?? '127.0.0.1';
     if (!isLoopback(host)) {
@@ -113,4 +137,15 @@ export async function serve(argv: readonly string[]): Promise<number> {
   await done;
   process.stdin.pause();
   return 0;
+}
+
+/** Waits up to `grace_ms` for stdout to take everything; false if it did not (the host is cut). */
+async function drainedWithin(stdio: StdioTransport, grace_ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), grace_ms);
+  });
+  const drained = await Promise.race([stdio.drained().then(() => true), deadline]);
+  clearTimeout(timer);
+  return drained;
 }

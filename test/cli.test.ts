@@ -26,6 +26,9 @@ const BAD_STARTS: BadStart[] = [
   { args: ['serve', '--stdio', '--log-level', 'loud'], names: ['--log-level'] },
   // Node would run a longer interval every millisecond.
   { args: ['serve', '--ws', '--heartbeat-ms', '2147483648'], names: ['--heartbeat-ms'] },
+  // A longer deadline would fire at once.
+  { args: ['serve', '--ws', '--shutdown-grace-ms', '2147483648'], names: ['--shutdown-grace-ms'] },
+  { args: ['serve', '--stdio'], env: { SUBRUN_SHUTDOWN_GRACE_MS: 'soon' }, names: ['SUBRUN_SHUTDOWN_GRACE_MS'] },
   { args: ['serve', '--stdio', '--frobnicate'], names: ['--frobnicate'] },
   { args: ['serve', '--stdio', '--ws'], names: ['--stdio', '--ws'] },
   { args: ['serve'], names: ['--stdio', '--ws'] },

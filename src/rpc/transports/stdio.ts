@@ -1,6 +1,12 @@
 // stdio transport: one JSON value per line, UTF-8, split on LF only (a CR before it is tolerated;
 // U+2028/U+2029 inside strings are not line breaks). A line over the limit is discarded and
-// answered with -32600 (id null); the stream goes on at the next line.
+// answered with -32600 (id null); the stream goes on at the next line. The end of the input ends
+// the last line, LF or not.
+//
+// The input ending is not the transport closing: a host that closes stdin may still be reading
+// stdout, and is owed the replies to what it sent and the completions of the shutdown that
+// follows. With `onInputEnd` set, the transport stays open for output until close(); without it,
+// the input's end closes the transport.
 import type { Readable, Writable } from 'node:stream';
 import type { Transport } from './transport.ts';
 
@@ -8,12 +14,22 @@ export interface StdioOptions {
   readonly input: Readable;
   readonly output: Writable;
   readonly max_message_bytes: number;
+  /** Called once when the input ends (EOF, close or error), after its last line was handled. */
+  readonly onInputEnd?: () => void;
+}
+
+export interface StdioTransport extends Transport {
+  /**
+   * Resolves once everything sent so far was handed to the output (its write callbacks ran), or
+   * at once if the output failed: nothing more can be written then.
+   */
+  drained(): Promise<void>;
 }
 
 const LF = 0x0a;
 const OVERSIZE = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: message too large' } });
 
-export function stdioTransport(opts: StdioOptions): Transport {
+export function stdioTransport(opts: StdioOptions): StdioTransport {
   const { input, output, max_message_bytes: max } = opts;
   let parts: Buffer[] = [];
   let size = 0;
@@ -67,10 +83,16 @@ export function stdioTransport(opts: StdioOptions): Transport {
   // message (bench/cases/rpc-stdio.ts). The flush runs before any I/O, so no reply waits; it
   // runs after a close too, so what was sent before the close still goes out.
   let pending = '';
+  /** Set once the output errored or closed: nothing written now would arrive. */
+  let broken = false;
+  let lastWrite: Promise<void> = Promise.resolve();
+  let resolveBroken!: () => void;
+  const whenBroken = new Promise<void>((resolve) => (resolveBroken = resolve));
   const flush = () => {
     const text = pending;
     pending = '';
-    if (!output.destroyed) output.write(text);
+    if (text === '' || broken || output.destroyed) return;
+    lastWrite = new Promise((resolve) => output.write(text, () => resolve()));
   };
 
   const finish = () => {
@@ -80,7 +102,29 @@ export function stdioTransport(opts: StdioOptions): Transport {
     t.onclose?.();
   };
 
-  const t: Transport = {
+  let inputEnded = false;
+  const endOfInput = () => {
+    if (inputEnded) return;
+    inputEnded = true;
+    input.off('data', onData);
+    // The last line needs no LF: EOF ends it (unless it was already refused as oversize).
+    if (!skipping && parts.length > 0) line(Buffer.concat(parts));
+    parts = [];
+    size = 0;
+    if (opts.onInputEnd) opts.onInputEnd();
+    else finish();
+  };
+
+  // A host that closes its end of stdout (EPIPE) cannot read anything more: the transport closes.
+  // The listener stays for the transport's life: process.stdout is never really destroyed, and a
+  // second 'error' with no listener would be thrown out of the process.
+  const outputFailed = () => {
+    broken = true;
+    resolveBroken();
+    finish();
+  };
+
+  const t: StdioTransport = {
     send(text) {
       if (closed) return;
       if (pending === '') process.nextTick(flush);
@@ -91,9 +135,15 @@ export function stdioTransport(opts: StdioOptions): Transport {
     },
     start() {
       input.on('data', onData);
-      input.once('end', finish);
-      input.once('close', finish);
-      output.once('error', finish);
+      input.once('end', endOfInput);
+      input.once('close', endOfInput);
+      input.on('error', endOfInput);
+      output.on('error', outputFailed);
+      output.once('close', outputFailed);
+    },
+    drained() {
+      flush();
+      return Promise.race([lastWrite, whenBroken]);
     },
   };
   return t;

@@ -3,11 +3,17 @@
 // Origin header, when present, must be allowed. Compression is off, frames over the limit close
 // the socket (1009), heartbeat pings drop silent peers, and a peer that stops reading is dropped
 // before its unsent replies can grow the server's memory without bound.
+//
+// Shutdown (close()): the port closes, sockets that never upgraded are dropped (no session lives
+// on them and nothing is owed to them), and every WebSocket gets its close frame behind what it
+// was already sent. A peer that reads it all and answers the close leaves cleanly; whatever is
+// still open after `shutdown_grace_ms` is destroyed, so no peer, authenticated or not, can hold
+// the process.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
 import type { Logger } from '../../log.ts';
 import type { Transport } from './transport.ts';
 
@@ -22,12 +28,24 @@ export interface WsOptions {
   readonly heartbeat_ms?: number;
   /** Unsent bytes queued for one peer before it is dropped. Default 8 MiB. */
   readonly max_outbound_bytes?: number;
+  /** How long close() lets peers read what they were sent and answer the close. Default 0: cut at once. */
+  readonly shutdown_grace_ms?: number;
   readonly logger: Logger;
 }
 
 export interface WsListener {
   readonly url: string;
   readonly port: number;
+  /**
+   * Takes no more connections: the port closes, an upgrade completed from now on is refused 503,
+   * sockets that never upgraded are destroyed, and the heartbeat stops. Idempotent.
+   */
+  stopAccepting(): void;
+  /**
+   * Stops accepting, sends every WebSocket still open its close frame (1001), waits up to
+   * `shutdown_grace_ms` for every socket to end, then destroys (and logs) the rest. Resolves
+   * once every socket is gone. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -35,6 +53,9 @@ export interface WsListener {
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
+
+/** Logged (with `peers` and `grace_ms`) when a shutdown deadline cuts peers still reading. */
+export const CUT_MESSAGE = 'shutdown deadline passed: cutting peers that did not finish reading';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
@@ -62,15 +83,39 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
   const expected = digest(opts.token);
   const heartbeat = opts.heartbeat_ms ?? 30_000;
   const maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.max_message_bytes, perMessageDeflate: false });
+  const grace = opts.shutdown_grace_ms ?? 0;
+  // ws destroys a socket whose peer has not answered a close frame after closeTimeout (30 s by
+  // default): never before the shutdown deadline, which is ours to keep.
+  // (ws has the option; its type declarations do not list it yet.)
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: opts.max_message_bytes,
+    perMessageDeflate: false,
+    closeTimeout: Math.max(30_000, grace + 1_000),
+  } as ServerOptions);
   const http = createServer((_req, res) => {
     res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket' });
     res.end('Upgrade Required');
   });
   let allowed = new Set<string>();
 
+  // Every accepted TCP socket, upgraded or not: shutdown must be able to reach each one (the HTTP
+  // server's own close() waits for them, however long a peer keeps one open).
+  const sockets = new Set<Duplex>();
+  const upgraded = new WeakSet<Duplex>();
+  let emptied: (() => void) | undefined;
+  http.on('connection', (socket: Duplex) => {
+    sockets.add(socket);
+    socket.once('close', () => {
+      sockets.delete(socket);
+      if (sockets.size === 0) emptied?.();
+    });
+  });
+  let accepting = true;
+
   http.on('upgrade', (req, socket, head) => {
     socket.on('error', () => socket.destroy());
+    if (!accepting) return refuse(socket, 503, 'Service Unavailable');
     // An unparsable request target (any client can send one, before the token check) is a 400,
     // not an exception thrown out of this listener, which would take the whole server down.
     const target = targetOf(req);
@@ -81,6 +126,7 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
     const origin = req.headers.origin;
     if (origin !== undefined && !allowed.has(origin.toLowerCase())) return refuse(socket, 403, 'Forbidden');
     wss.handleUpgrade(req, socket, head, (ws) => {
+      upgraded.add(socket);
       // noServer mode: ws does not emit 'connection' itself, and the heartbeat listens for it.
       wss.emit('connection', ws, req);
       connect(wsTransport(ws, socket, maxOut, opts.logger));
@@ -120,15 +166,44 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
   }, heartbeat);
   pinger.unref();
 
+  let portClosed: Promise<void> | undefined;
+  const stopAccepting = () => {
+    if (!accepting) return;
+    accepting = false;
+    clearInterval(pinger);
+    portClosed = new Promise<void>((resolve) => http.close(() => resolve()));
+    for (const socket of sockets) if (!upgraded.has(socket)) socket.destroy();
+  };
+
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    stopAccepting();
+    // A connection the server closed already has its close frame queued; ws ignores a second one.
+    for (const ws of wss.clients) if (ws.readyState === ws.OPEN) ws.close(1001, 'closing');
+    const allEnded = new Promise<void>((resolve) => {
+      if (sockets.size === 0) resolve();
+      else emptied = resolve;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'cut'>((resolve) => {
+      timer = setTimeout(() => resolve('cut'), grace);
+    });
+    const outcome = await Promise.race([allEnded, deadline]);
+    clearTimeout(timer);
+    if (outcome === 'cut' && sockets.size > 0) {
+      if (grace > 0) opts.logger.warn({ peers: sockets.size, grace_ms: grace }, CUT_MESSAGE);
+      for (const socket of sockets) socket.destroy();
+    }
+    await allEnded;
+    wss.close();
+    await portClosed;
+  };
+
   return {
     url: `ws://${hostForUrl}:${port}/`,
     port,
-    close: async () => {
-      clearInterval(pinger);
-      for (const ws of wss.clients) ws.terminate();
-      wss.close();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
+    stopAccepting,
+    close: () => (closing ??= close()),
   };
 }
 
