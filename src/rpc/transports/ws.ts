@@ -191,7 +191,7 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
     const outcome = await Promise.race([allEnded, deadline]);
     clearTimeout(timer);
     if (outcome === 'cut' && sockets.size > 0) {
-      if (grace > 0) opts.logger.warn({ peers: sockets.size, grace_ms: grace }, CUT_MESSAGE);
+      opts.logger.warn({ peers: sockets.size, grace_ms: grace }, CUT_MESSAGE);
       for (const socket of sockets) socket.destroy();
     }
     await allEnded;
