@@ -94,7 +94,7 @@ export interface Runtime {
   readonly queueCount: number;
 }
 
-function positiveInt(name: string, value: unknown, fallback: number, min = 1): number {
+export function positiveInt(name: string, value: unknown, fallback: number, min = 1): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
     throw new SubrunError(ErrorCode.InvalidOptions, `${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`, [

@@ -10,7 +10,8 @@ import { parseFlags, UsageError, type FlagSpec } from './cli-options.ts';
 import { openaiRunner } from './delegation/runners/openai/runner.ts';
 import { createLogger } from './log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
-import { RpcServer } from './rpc/server.ts';
+import { MAX_MAX_REPLY_BYTES } from './rpc/reply-budget.ts';
+import { MAX_MAX_BATCH, RpcServer } from './rpc/server.ts';
 import { stdioTransport, type StdioTransport } from './rpc/transports/stdio.ts';
 import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from './rpc/transports/ws.ts';
 
@@ -24,6 +25,8 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   { flag: 'max-concurrent-children', env: 'SUBRUN_MAX_CONCURRENT_CHILDREN', kind: 'int', min: 1, max: 1024 },
   { flag: 'max-spawn-depth', env: 'SUBRUN_MAX_SPAWN_DEPTH', kind: 'int', min: 1, max: 64 },
   { flag: 'max-message-bytes', env: 'SUBRUN_MAX_MESSAGE_BYTES', kind: 'int', min: 1024, max: 256 * 1024 * 1024 },
+  { flag: 'max-batch', env: 'SUBRUN_MAX_BATCH', kind: 'int', min: 1, max: MAX_MAX_BATCH },
+  { flag: 'max-reply-bytes', env: 'SUBRUN_MAX_REPLY_BYTES', kind: 'int', min: 1024, max: MAX_MAX_REPLY_BYTES },
   { flag: 'park-ttl-ms', env: 'SUBRUN_PARK_TTL_MS', kind: 'int', min: 0 },
   { flag: 'interrupt-grace-ms', env: 'SUBRUN_INTERRUPT_GRACE_MS', kind: 'int', min: 0 },
   // A setInterval over 2^31-1 ms would fire every millisecond.
@@ -59,6 +62,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
     max_concurrent_children: v['max-concurrent-children'] as number | undefined,
     max_spawn_depth: v['max-spawn-depth'] as number | undefined,
     max_message_bytes: v['max-message-bytes'] as number | undefined,
+    max_batch: v['max-batch'] as number | undefined,
+    max_reply_bytes: v['max-reply-bytes'] as number | undefined,
     park_ttl_ms: v['park-ttl-ms'] as number | undefined,
     runtime: {
       interrupt_grace_ms: v['interrupt-grace-ms'] as number | undefined,

@@ -7,11 +7,18 @@
 // did): under pipelined load (bench/cases/rpc-stdio.ts) an async function, Promise.all and their
 // awaits per request were bookkeeping only. A handler that returns a promise (or any thenable) is
 // awaited as before.
+//
+// What one message may cost is bounded here: its batch by max_batch (parsing), its replies by
+// max_reply_bytes (reply-budget.ts). Nothing on a reply or event path throws out of this class:
+// replies and events go out from microtasks and runtime callbacks, where an exception would end
+// the process (and every session) or stop an event from reaching the rest of its slot. A failure
+// there is logged (type and message only) and costs that one message on this connection at worst.
 import type { Logger } from '../log.ts';
 import type { CallContext, MethodDef, ServerState } from './context.ts';
 import { RpcCode, RpcError, toRpcError } from './errors.ts';
 import { errorResponse, isResponse, parseMessage, resultResponse, type Call, type Item, type Response } from './jsonrpc.ts';
 import { JsonText } from './json-text.ts';
+import { fitsAlone, ReplyBudget, TOO_LARGE, tooLargeText } from './reply-budget.ts';
 import type { Transport } from './transports/transport.ts';
 
 const DONE: Promise<void> = Promise.resolve();
@@ -25,6 +32,8 @@ export class Connection {
   readonly #logger: Logger;
   /** The same for every call on this connection: made once, not per request. */
   readonly #ctx: CallContext;
+  readonly #maxBatch: number;
+  readonly #maxReplyBytes: number;
   #closed = false;
   #onClose: () => void;
   #resolveClosed!: () => void;
@@ -36,6 +45,8 @@ export class Connection {
     this.#transport = transport;
     this.#methods = methods;
     this.#ctx = { server, transport: id };
+    this.#maxBatch = server.limits.max_batch;
+    this.#maxReplyBytes = server.limits.max_reply_bytes;
     this.#logger = logger;
     this.#onClose = onClose;
     transport.onmessage = (text) => {
@@ -59,9 +70,9 @@ export class Connection {
     this.#transport.start();
   }
 
-  /** Sends a notification (events). */
+  /** Sends a notification (events). Never throws: a notification it cannot send is logged and lost. */
   notify(method: string, params: unknown): void {
-    this.#write({ jsonrpc: '2.0', method, params });
+    this.#write({ jsonrpc: '2.0', method, params }, 'event not sent');
   }
 
   close(reason?: string): void {
@@ -81,9 +92,9 @@ export class Connection {
 
   /** Answers one message; returns a promise only if some handler answered asynchronously. */
   #receive(text: string): Promise<void> | undefined {
-    const parsed = parseMessage(text);
+    const parsed = parseMessage(text, this.#maxBatch);
     if (isResponse(parsed)) {
-      this.#write(parsed);
+      this.#write(parsed, 'reply not sent');
       return undefined;
     }
     if (!parsed.batch) {
@@ -113,27 +124,44 @@ export class Connection {
 
   #replyOne(r: Response): void {
     if (this.#closed) return;
-    this.#send(this.#text(r));
+    try {
+      const text = this.#text(r);
+      this.#send(text !== TOO_LARGE && fitsAlone(text, this.#maxReplyBytes) ? text : tooLargeText(r.id, this.#maxReplyBytes), 'reply not sent');
+    } catch (err) {
+      this.#failedMessage(err);
+    }
   }
 
-  /** A batch's replies, in request order; none at all if every item was a notification. */
+  /**
+   * A batch's replies, in request order; none at all if every item was a notification. Their
+   * bytes (the brackets and commas included) are bounded by max_reply_bytes: past it, each
+   * remaining reply is -32001, and is never built.
+   */
   #replyBatch(replies: readonly (Response | null)[]): void {
     if (this.#closed) return;
     let text = '';
-    for (const r of replies) {
-      if (r === null) continue;
-      text += text === '' ? '[' : ',';
-      text += this.#text(r);
+    try {
+      const budget = new ReplyBudget(this.#maxReplyBytes);
+      for (const r of replies) {
+        if (r === null) continue;
+        text += text === '' ? '[' : ',';
+        text += budget.take(budget.spent ? TOO_LARGE : this.#text(r), r.id, 1);
+      }
+    } catch (err) {
+      // Not expected (the budget keeps the text far under V8's string limit): the message's
+      // reply is lost, never the process.
+      this.#failedMessage(err);
+      return;
     }
-    if (text !== '') this.#send(`${text}]`);
+    if (text !== '') this.#send(`${text}]`, 'reply not sent');
   }
 
-  /** Replies may go out from a microtask of their own: a transport that throws is logged there. */
-  #send(text: string): void {
+  /** Replies and events go out from microtasks and callbacks: a transport that throws is logged here. */
+  #send(text: string, what: string): void {
     try {
       this.#transport.send(text);
     } catch (err) {
-      this.#failedMessage(err);
+      this.#logger.error({ err, transport: this.id }, what);
     }
   }
 
@@ -142,13 +170,15 @@ export class Connection {
    * returned a BigInt or a cycle) becomes -32603 on its own: it must not take its request's
    * response, or the whole batch's, down with it.
    */
-  #text(r: Response): string {
+  #text(r: Response): string | typeof TOO_LARGE {
     try {
       // A result the handler serialised itself is spliced in, not serialised again: the same
       // bytes JSON.stringify writes for {jsonrpc, id, result}.
       if ('result' in r && r.result instanceof JsonText) return `{"jsonrpc":"2.0","id":${JSON.stringify(r.id)},"result":${r.result.text}}`;
       return JSON.stringify(r);
     } catch (err) {
+      // Longer than V8's longest string: far past any reply bound, so it is a reply too large.
+      if (err instanceof RangeError && err.message === 'Invalid string length') return TOO_LARGE;
       this.#logger.error({ err }, 'reply not serialisable');
       return JSON.stringify(errorResponse(r.id, new RpcError(RpcCode.InternalError, 'Internal error')));
     }
@@ -190,16 +220,17 @@ export class Connection {
     this.#logger.error({ err }, 'message handling failed');
   }
 
-  #write(message: unknown): void {
+  /** Called from runtime callbacks (events): must not throw, or the rest of the slot misses the event. */
+  #write(message: unknown, what: string): void {
     if (this.#closed) return;
     let text: string;
     try {
       text = JSON.stringify(message);
     } catch (err) {
-      this.#logger.error({ err }, 'reply not serialisable');
+      this.#logger.error({ err, transport: this.id }, `${what}: not serialisable`);
       return;
     }
-    this.#transport.send(text);
+    this.#send(text, what);
   }
 
   #closedByPeer(): void {

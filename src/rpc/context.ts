@@ -9,6 +9,10 @@ import type { SessionStore } from './sessions.ts';
 
 export interface ServerLimits {
   readonly max_message_bytes: number;
+  /** Most elements one batch may have; a longer batch is one -32600 and none of it runs. */
+  readonly max_batch: number;
+  /** Bytes one message's replies may take; past it each remaining reply is -32001. */
+  readonly max_reply_bytes: number;
   readonly park_ttl_ms: number;
   readonly max_concurrent_children: number;
   readonly max_spawn_depth: number;

@@ -11,6 +11,11 @@ export const RpcCode = {
   InternalError: -32603,
   /** Implementation-defined server error: the server is shutting down. */
   ShuttingDown: -32000,
+  /**
+   * Implementation-defined server error: this reply would take the message's replies past
+   * max_reply_bytes. The call itself ran; only its reply was replaced.
+   */
+  ResponseTooLarge: -32001,
   IdRequired: 4000,
   NotOwned: 4001,
   TextRequired: 4002,

@@ -1,6 +1,7 @@
 // JSON-RPC 2.0 envelopes: parsing one received text into calls, and shaping responses. Batches
 // follow the spec exactly: an array in, an array out; `[]` is one -32600; an all-notification
-// batch gets no reply; every request gets exactly one response.
+// batch gets no reply; every request gets exactly one response. A batch over the server's
+// max_batch is one -32600 too (as go-ethereum answers one): none of it runs.
 import { RpcCode, RpcError } from './errors.ts';
 
 export type RpcId = string | number | null;
@@ -68,8 +69,12 @@ function toItem(value: unknown): Item {
   return { kind: 'call', call: { method: msg.method, params, id: hasId ? id : undefined } };
 }
 
-/** Parses one received text (a stdio line or a WebSocket frame). */
-export function parseMessage(text: string): Parsed | Response {
+/**
+ * Parses one received text (a stdio line or a WebSocket frame). A batch of more than `maxBatch`
+ * elements is refused as a whole (one -32600, id null) before any of it runs, notifications
+ * included: what one message may cost is bounded by its count of calls, not only by its bytes.
+ */
+export function parseMessage(text: string, maxBatch = Number.POSITIVE_INFINITY): Parsed | Response {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -78,6 +83,9 @@ export function parseMessage(text: string): Parsed | Response {
   }
   if (Array.isArray(value)) {
     if (value.length === 0) return errorResponse(null, new RpcError(RpcCode.InvalidRequest, 'Invalid Request: empty batch'));
+    if (value.length > maxBatch) {
+      return errorResponse(null, new RpcError(RpcCode.InvalidRequest, 'Invalid Request: batch too large', { max_batch: maxBatch }));
+    }
     return { batch: true, items: value.map(toItem) };
   }
   return { batch: false, items: [toItem(value)] };

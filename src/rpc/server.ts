@@ -4,15 +4,17 @@ import { systemClock, type Clock } from '../clock.ts';
 import { openaiKind, type OpenAIRunnerConfig } from '../delegation/runners/openai/runner.ts';
 import type { Owner, Runner } from '../delegation/types.ts';
 import { TAIL_WINDOW_BYTES } from '../delegation/transcript.ts';
+import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds, type IdMaker } from '../ids.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { MAX_STEER_BYTES } from '../registry/registry.ts';
-import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.ts';
+import { createRuntime, positiveInt, type Runtime, type RuntimeOptions } from '../runtime.ts';
 import { SERVER_NAME, VERSION } from '../version.ts';
 import catalog from './catalog.json' with { type: 'json' };
 import { Connection } from './connection.ts';
 import type { MethodDef, ServerLimits, ServerState } from './context.ts';
 import { DelegationLedger } from './delegation-ledger.ts';
+import { DEFAULT_MAX_REPLY_BYTES, MAX_MAX_REPLY_BYTES } from './reply-budget.ts';
 import { delegationMethods } from './methods/delegation.ts';
 import { serverMethods } from './methods/server.ts';
 import { sessionMethods } from './methods/session.ts';
@@ -25,11 +27,25 @@ import type { Transport } from './transports/transport.ts';
 
 export { PROTOCOL_VERSION };
 
+export const DEFAULT_MAX_BATCH = 1000;
+export const MAX_MAX_BATCH = 100_000;
+
+/** An integer option within [min, max] (the CLI checks the same ranges). */
+function boundedInt(name: string, value: number | undefined, fallback: number, min: number, max: number): number {
+  const v = positiveInt(name, value, fallback, min);
+  if (v > max) throw new SubrunError(ErrorCode.InvalidOptions, `${name} must be at most ${max}, got ${v}`, [{ path: name, message: `expected an integer <= ${max}` }]);
+  return v;
+}
+
 export interface ServerOptions {
   readonly max_concurrent_children?: number;
   readonly max_spawn_depth?: number;
   /** Largest stdio line / WebSocket frame accepted. Default 1 MiB. */
   readonly max_message_bytes?: number;
+  /** Most elements one batch may have (1 to 100,000). Default 1,000. */
+  readonly max_batch?: number;
+  /** Bytes one message's replies may take (1,024 to 256 MiB). Default 32 MiB. */
+  readonly max_reply_bytes?: number;
   /** How long a session may stay parked (no transport attached) before it is closed. Default 15 min. */
   readonly park_ttl_ms?: number;
   readonly default_runner?: Runner;
@@ -76,6 +92,8 @@ export class RpcServer {
     });
     this.limits = {
       max_message_bytes: options.max_message_bytes ?? 1024 * 1024,
+      max_batch: boundedInt('max_batch', options.max_batch, DEFAULT_MAX_BATCH, 1, MAX_MAX_BATCH),
+      max_reply_bytes: boundedInt('max_reply_bytes', options.max_reply_bytes, DEFAULT_MAX_REPLY_BYTES, 1024, MAX_MAX_REPLY_BYTES),
       park_ttl_ms: options.park_ttl_ms ?? 15 * 60 * 1000,
       max_concurrent_children: this.runtime.limits.max_concurrent_children,
       max_spawn_depth: this.runtime.limits.max_spawn_depth,
@@ -221,6 +239,11 @@ export class RpcServer {
     if (session) this.#send(session, type, this.#clock.now() / 1000, payload);
   }
 
+  /**
+   * Runs inside the runtime's event delivery and the parent agent's emit. Connection#notify never
+   * throws (a notification a transport cannot take is logged and lost for it alone), so one
+   * connection's failure cannot stop the event from reaching the rest of the slot.
+   */
   #send(session: Session, type: string, ts: number, payload: Record<string, unknown>): void {
     session.seq += 1;
     const params = { type, session_id: session.session_id, seq: session.seq, ts, payload };

@@ -1,0 +1,66 @@
+// What one incoming message's replies may take in bytes. A message of 1 MiB can ask for far more
+// than 1 MiB back: 6,000 `subagent.tail` calls for a child whose window holds 16 KiB of control
+// characters (each escapes to six bytes) ask for 590 MB, past V8's longest string (2^29 - 24
+// UTF-16 units), and building that reply threw out of the microtask that wrote it and ended the
+// process. The budget is spent in request order; once a reply does not fit, it and every later
+// reply of the message are replaced by -32001 `response too large`, with the request's id: each
+// request still gets exactly one response, and each call still took its effect.
+import { RpcCode, RpcError } from './errors.ts';
+import { errorResponse, type RpcId } from './jsonrpc.ts';
+
+/** Default bound: see docs/protocol.md (options) for why 32 MiB. */
+export const DEFAULT_MAX_REPLY_BYTES = 32 * 1024 * 1024;
+/** The largest bound allowed: with every replaced reply added, still far under V8's string limit. */
+export const MAX_MAX_REPLY_BYTES = 256 * 1024 * 1024;
+
+/** A reply's JSON text, as #text makes it: or TOO_LARGE when it could not even be built. */
+export const TOO_LARGE = Symbol('too large');
+
+/** The UTF-8 length of `text` (a string's UTF-8 length is at most three bytes per UTF-16 unit). */
+export function utf8Bytes(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+/** Whether `text` alone fits in `max` bytes; measured only when its length does not decide it. */
+export function fitsAlone(text: string, max: number): boolean {
+  return text.length * 3 <= max || (text.length <= max && utf8Bytes(text) <= max);
+}
+
+/** The -32001 reply for `id`: small whatever the result was (the id is echoed, nothing else). */
+export function tooLargeText(id: RpcId, max: number): string {
+  return JSON.stringify(errorResponse(id, new RpcError(RpcCode.ResponseTooLarge, 'response too large', { max_reply_bytes: max })));
+}
+
+/** The bytes left for one message's replies. */
+export class ReplyBudget {
+  readonly #max: number;
+  #left: number;
+  #spent = false;
+
+  constructor(max: number) {
+    this.#max = max;
+    this.#left = max;
+  }
+
+  /** True once a reply did not fit: every later one is replaced without being built. */
+  get spent(): boolean {
+    return this.#spent;
+  }
+
+  /**
+   * The text to send for one reply: `text` itself if it fits in what is left (`extra` bytes of
+   * framing, a batch's `[` or `,`, counted with it), or the -32001 reply for `id`.
+   */
+  take(text: string | typeof TOO_LARGE, id: RpcId, extra = 0): string {
+    if (!this.#spent && text !== TOO_LARGE) {
+      // A UTF-8 text is at least as many bytes as it has UTF-16 units: no need to measure past that.
+      const cost = text.length + extra > this.#left ? Number.POSITIVE_INFINITY : utf8Bytes(text) + extra;
+      if (cost <= this.#left) {
+        this.#left -= cost;
+        return text;
+      }
+    }
+    this.#spent = true;
+    return tooLargeText(id, this.#max);
+  }
+}
