@@ -5,13 +5,14 @@
 // `serve --ws` process, where a batch of tails whose reply would pass V8's string limit used to
 // crash the server.
 import { Buffer } from 'node:buffer';
-import { Writable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LOG_SERIALIZERS } from '../src/log.ts';
 import { RpcCode } from '../src/rpc/errors.ts';
 import { RpcServer, type ServerOptions } from '../src/rpc/server.ts';
 import { memoryPair } from '../src/rpc/transports/memory.ts';
+import { stdioTransport } from '../src/rpc/transports/stdio.ts';
 import { connectWs, Inbox, isReply, killAll, startWsServer, type Msg, type Peer, type Proc, type Received, type WireEvent } from './helpers/process.ts';
 import { BusLog } from './helpers/rpc-client.ts';
 
@@ -207,6 +208,39 @@ describe('a transport that throws on send', () => {
   });
 });
 
+describe('the stdio transport', () => {
+  it('sends, in order, what one turn adds up to past V8's longest string, instead of throwing from its join', async () => {
+    // Three texts of 200 Mi units sent in one turn: joined, they would be 600 Mi, past the limit
+    // (2^29 - 24). One string is made; the writes keep it as is (no Buffer copy of it).
+    const big = 'x'.repeat(200 * 1024 * 1024);
+    const chunks: { length: number; head: string }[] = [];
+    const output = new Writable({
+      decodeStrings: false,
+      write(chunk: string, _enc, done) {
+        chunks.push({ length: chunk.length, head: chunk.slice(0, 2) });
+        done();
+      },
+    });
+    const t = stdioTransport({ input: new PassThrough(), output, max_message_bytes: 1024 });
+    t.start();
+    expect(() => {
+      t.send('a');
+      t.send(big);
+      t.send(big);
+      t.send(big);
+      t.send('b');
+    }).not.toThrow();
+    await new Promise<void>((resolve) => process.nextTick(resolve));
+    expect(chunks.map((c) => [c.length, c.head])).toEqual([
+      [2, 'a\n'],
+      [big.length + 1, 'xx'],
+      [big.length + 1, 'xx'],
+      [big.length + 1, 'xx'],
+      [2, 'b\n'],
+    ]);
+  });
+});
+
 // ---- the real process ----
 
 /** Resolves with the first matching message, or rejects as soon as the server exits. */
@@ -219,7 +253,7 @@ function takeOrExit(proc: Proc, peer: Peer, pred: (m: Received) => boolean, what
   ]);
 }
 
-describe('serve --ws: a batch whose reply would pass V8 string limit', () => {
+describe('serve --ws: a batch whose reply would pass V8's string limit', () => {
   afterAll(async () => {
     await killAll();
   });

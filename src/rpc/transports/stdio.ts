@@ -27,6 +27,8 @@ export interface StdioTransport extends Transport {
 }
 
 const LF = 0x0a;
+/** UTF-16 units joined into one write at most (a text longer than this goes out on its own). */
+const JOIN_LIMIT = 1024 * 1024;
 const OVERSIZE = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: message too large' } });
 
 export function stdioTransport(opts: StdioOptions): StdioTransport {
@@ -82,17 +84,35 @@ export function stdioTransport(opts: StdioOptions): StdioTransport {
   // cost, and a corked stream still does per-message bookkeeping and hands writev one buffer per
   // message (bench/cases/rpc-stdio.ts). The flush runs before any I/O, so no reply waits; it
   // runs after a close too, so what was sent before the close still goes out.
+  //
+  // The join is bounded: a turn's replies can add up past V8's longest string (each message's
+  // replies are bounded by max_reply_bytes, but one chunk of input may hold many messages), and
+  // `pending +=` would then throw. Past JOIN_LIMIT what is pending goes out at once, and so does
+  // a text that would take it past the limit; the stream keeps their order.
   let pending = '';
   /** Set once the output errored or closed: nothing written now would arrive. */
   let broken = false;
   let lastWrite: Promise<void> = Promise.resolve();
   let resolveBroken!: () => void;
   const whenBroken = new Promise<void>((resolve) => (resolveBroken = resolve));
+  const write = (text: string) => {
+    if (broken || output.destroyed) return;
+    let written!: () => void;
+    const done = new Promise<void>((resolve) => (written = resolve));
+    try {
+      output.write(text, () => written());
+    } catch {
+      // Runs from process.nextTick, where a throw would end the process: a stdout that cannot
+      // be written to is a failed output.
+      outputFailed();
+      return;
+    }
+    lastWrite = done;
+  };
   const flush = () => {
     const text = pending;
     pending = '';
-    if (text === '' || broken || output.destroyed) return;
-    lastWrite = new Promise((resolve) => output.write(text, () => resolve()));
+    if (text !== '') write(text);
   };
 
   const finish = () => {
@@ -127,6 +147,11 @@ export function stdioTransport(opts: StdioOptions): StdioTransport {
   const t: StdioTransport = {
     send(text) {
       if (closed) return;
+      if (pending.length + text.length >= JOIN_LIMIT) {
+        flush();
+        write(`${text}\n`);
+        return;
+      }
       if (pending === '') process.nextTick(flush);
       pending += `${text}\n`;
     },
