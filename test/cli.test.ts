@@ -23,6 +23,10 @@ const BAD_STARTS: BadStart[] = [
   { args: ['serve', '--stdio', '--max-concurrent-children', '0'], names: ['--max-concurrent-children'] },
   { args: ['serve', '--stdio', '--max-spawn-depth', '-1'], names: ['--max-spawn-depth'] },
   { args: ['serve', '--stdio', '--park-ttl-ms', 'x'], names: ['--park-ttl-ms'] },
+  { args: ['serve', '--stdio', '--max-batch', '0'], names: ['--max-batch'] },
+  { args: ['serve', '--stdio', '--max-batch', '100001'], names: ['--max-batch'] },
+  { args: ['serve', '--stdio', '--max-reply-bytes', '1023'], names: ['--max-reply-bytes'] },
+  { args: ['serve', '--stdio'], env: { SUBRUN_MAX_REPLY_BYTES: '268435457' }, names: ['SUBRUN_MAX_REPLY_BYTES'] },
   { args: ['serve', '--stdio', '--log-level', 'loud'], names: ['--log-level'] },
   // Node would run a longer interval every millisecond.
   { args: ['serve', '--ws', '--heartbeat-ms', '2147483648'], names: ['--heartbeat-ms'] },
@@ -58,15 +62,17 @@ describe('subrun serve: flags and their environment twins', () => {
   });
 
   it('a flag wins over its twin; a twin alone applies', async () => {
-    const { peer } = await startStdio(['--max-concurrent-children', '7', '--max-message-bytes', '2048'], {
+    const { peer } = await startStdio(['--max-concurrent-children', '7', '--max-message-bytes', '2048', '--max-batch', '9'], {
       SUBRUN_MAX_CONCURRENT_CHILDREN: '5',
+      SUBRUN_MAX_BATCH: '8',
+      SUBRUN_MAX_REPLY_BYTES: '5000',
       // A twin that would be refused on its own is not even read when its flag is given.
       SUBRUN_MAX_MESSAGE_BYTES: 'zero',
       SUBRUN_MAX_SPAWN_DEPTH: '4',
       SUBRUN_PARK_TTL_MS: '1234',
     });
     const info = await call<{ limits: Record<string, number> }>(peer, 'server.info');
-    expect(info.limits).toMatchObject({ max_concurrent_children: 7, max_message_bytes: 2048, max_spawn_depth: 4, park_ttl_ms: 1234 });
+    expect(info.limits).toMatchObject({ max_concurrent_children: 7, max_message_bytes: 2048, max_spawn_depth: 4, park_ttl_ms: 1234, max_batch: 9, max_reply_bytes: 5000 });
   });
 
   it('SUBRUN_TOKEN is the WebSocket token when --token is absent', async () => {

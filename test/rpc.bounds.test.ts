@@ -100,6 +100,12 @@ describe('a batch over max_batch', () => {
     expect(server.sessions.size).toBe(4);
   });
 
+  it('refuses out-of-range options when the server is made', () => {
+    for (const bad of [{ max_batch: 0 }, { max_batch: 100_001 }, { max_batch: 1.5 }, { max_reply_bytes: 1023 }, { max_reply_bytes: 256 * 1024 * 1024 + 1 }]) {
+      expect(() => new RpcServer(bad), JSON.stringify(bad)).toThrow(Object.keys(bad)[0]);
+    }
+  });
+
   it('defaults to 1,000 (server.info lists it)', async () => {
     const p = rawPeer(serverWith({}));
     const info = (await call(p, 'server.info')) as { limits: Record<string, number> };
@@ -209,7 +215,7 @@ describe('a transport that throws on send', () => {
 });
 
 describe('the stdio transport', () => {
-  it('sends, in order, what one turn adds up to past V8's longest string, instead of throwing from its join', async () => {
+  it('sends, in order, what one turn adds up to past the longest string V8 can make, instead of throwing from its join', async () => {
     // Three texts of 200 Mi units sent in one turn: joined, they would be 600 Mi, past the limit
     // (2^29 - 24). One string is made; the writes keep it as is (no Buffer copy of it).
     const big = 'x'.repeat(200 * 1024 * 1024);
@@ -253,7 +259,7 @@ function takeOrExit(proc: Proc, peer: Peer, pred: (m: Received) => boolean, what
   ]);
 }
 
-describe('serve --ws: a batch whose reply would pass V8's string limit', () => {
+describe('serve --ws: a batch whose reply would pass the longest string V8 can make', () => {
   afterAll(async () => {
     await killAll();
   });

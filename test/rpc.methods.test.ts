@@ -78,7 +78,7 @@ const barrier = (c: RpcTestClient) => ok(c, 'server.info');
 
 describe('server.info', () => {
   it('names the server, speaks protocol 1, lists the registered methods, the catalog events and the limits', async () => {
-    const { connect } = env({ max_concurrent_children: 4, max_spawn_depth: 2, park_ttl_ms: 5000, max_message_bytes: 4096 });
+    const { connect } = env({ max_concurrent_children: 4, max_spawn_depth: 2, park_ttl_ms: 5000, max_message_bytes: 4096, max_batch: 50, max_reply_bytes: 65536 });
     const { client } = connect();
     const info = await ok(client, 'server.info');
     expect(await ok(client, 'server.info', {})).toEqual(info);
@@ -89,6 +89,8 @@ describe('server.info', () => {
     expect(info.events).toEqual([...CATALOG.events]);
     expect(info.limits).toEqual({
       max_message_bytes: 4096,
+      max_batch: 50,
+      max_reply_bytes: 65536,
       park_ttl_ms: 5000,
       max_concurrent_children: 4,
       max_spawn_depth: 2,
