@@ -10,8 +10,8 @@ import { parseFlags, UsageError, type FlagSpec } from './cli-options.ts';
 import { openaiRunner } from './delegation/runners/openai/runner.ts';
 import { createLogger } from './log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
-import { MAX_MAX_REPLY_BYTES } from './rpc/reply-budget.ts';
-import { MAX_MAX_BATCH, RpcServer } from './rpc/server.ts';
+import { MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from './rpc/reply-budget.ts';
+import { RpcServer } from './rpc/server.ts';
 import { stdioTransport, type StdioTransport } from './rpc/transports/stdio.ts';
 import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from './rpc/transports/ws.ts';
 

@@ -9,7 +9,12 @@ import { PassThrough, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LOG_SERIALIZERS } from '../src/log.ts';
+import { z } from 'zod';
+import { Connection } from '../src/rpc/connection.ts';
+import { defineMethod, type ServerState } from '../src/rpc/context.ts';
 import { RpcCode } from '../src/rpc/errors.ts';
+import { JsonText } from '../src/rpc/json-text.ts';
+import { silentLogger } from '../src/log.ts';
 import { RpcServer, type ServerOptions } from '../src/rpc/server.ts';
 import { memoryPair } from '../src/rpc/transports/memory.ts';
 import { stdioTransport } from '../src/rpc/transports/stdio.ts';
@@ -162,6 +167,32 @@ describe('the reply bytes of one message', () => {
     // The connection goes on: the next message has a budget of its own.
     expect(await call(p, 'server.info')).toMatchObject({ name: 'subrun' });
     expect(p.texts.every((t) => Buffer.byteLength(t) <= max + 3 * 200 || t.includes('"method":"event"'))).toBe(true);
+  });
+});
+
+describe('a result past the longest string V8 can make', () => {
+  it('is -32001, not -32603, whether the handler or the reply could not build it; the rest of the batch is answered', async () => {
+    const pair = memoryPair();
+    const inbox = new Inbox<Received>('raw connection');
+    pair.client.onmessage = (text) => inbox.push(JSON.parse(text) as Received);
+    const methods = new Map([
+      // A handler that builds its own result text (as subagent.list does) past the limit.
+      ['build', defineMethod(z.object({}), () => 'x'.repeat(2 ** 29))],
+      // A result text just under the limit, which its reply's envelope takes past it.
+      ['huge', defineMethod(z.object({}), () => new JsonText(`"${'x'.repeat(2 ** 29 - 40)}"`))],
+      ['small', defineMethod(z.object({}), () => ({ ok: true }))],
+    ]);
+    const conn = new Connection('tr_huge', pair.server, methods, {} as ServerState, silentLogger, () => undefined);
+    conn.start();
+    pair.client.send(JSON.stringify(req(1, 'build')));
+    tooLarge(1)((await inbox.take(isReply)) as Msg);
+    pair.client.send(JSON.stringify(req(2, 'huge')));
+    tooLarge(2)((await inbox.take(isReply)) as Msg);
+    pair.client.send(JSON.stringify([req(3, 'small'), req(4, 'huge'), req(5, 'small')]));
+    const batch = (await inbox.take(isReply)) as Msg[];
+    expect(batch[0]).toMatchObject({ id: 3, result: { ok: true } });
+    tooLarge(4)(batch[1]);
+    tooLarge(5)(batch[2]);
   });
 });
 

@@ -14,14 +14,18 @@
 // the process (and every session) or stop an event from reaching the rest of its slot. A failure
 // there is logged (type and message only) and costs that one message on this connection at worst.
 import type { Logger } from '../log.ts';
-import type { CallContext, MethodDef, ServerState } from './context.ts';
+import type { CallContext, MethodDef, ServerLimits, ServerState } from './context.ts';
 import { RpcCode, RpcError, toRpcError } from './errors.ts';
 import { errorResponse, isResponse, parseMessage, resultResponse, type Call, type Item, type Response } from './jsonrpc.ts';
 import { JsonText } from './json-text.ts';
-import { fitsAlone, ReplyBudget, TOO_LARGE, tooLargeText } from './reply-budget.ts';
+import { DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, fitsAlone, isStringLimit, ReplyBudget, TOO_LARGE, tooLargeError, tooLargeText } from './reply-budget.ts';
 import type { Transport } from './transports/transport.ts';
 
 const DONE: Promise<void> = Promise.resolve();
+
+/** What one received message may cost (the server passes its own limits). */
+export type MessageLimits = Pick<ServerLimits, 'max_batch' | 'max_reply_bytes'>;
+const DEFAULT_MESSAGE_LIMITS: MessageLimits = { max_batch: DEFAULT_MAX_BATCH, max_reply_bytes: DEFAULT_MAX_REPLY_BYTES };
 
 type Reply = Response | null | Promise<Response | null>;
 
@@ -40,13 +44,21 @@ export class Connection {
   /** Resolves once the connection has closed, from either side. */
   readonly whenClosed: Promise<void> = new Promise((resolve) => (this.#resolveClosed = resolve));
 
-  constructor(id: string, transport: Transport, methods: ReadonlyMap<string, MethodDef>, server: ServerState, logger: Logger, onClose: () => void) {
+  constructor(
+    id: string,
+    transport: Transport,
+    methods: ReadonlyMap<string, MethodDef>,
+    server: ServerState,
+    logger: Logger,
+    onClose: () => void,
+    limits: MessageLimits = DEFAULT_MESSAGE_LIMITS,
+  ) {
     this.id = id;
     this.#transport = transport;
     this.#methods = methods;
     this.#ctx = { server, transport: id };
-    this.#maxBatch = server.limits.max_batch;
-    this.#maxReplyBytes = server.limits.max_reply_bytes;
+    this.#maxBatch = limits.max_batch;
+    this.#maxReplyBytes = limits.max_reply_bytes;
     this.#logger = logger;
     this.#onClose = onClose;
     transport.onmessage = (text) => {
@@ -178,7 +190,7 @@ export class Connection {
       return JSON.stringify(r);
     } catch (err) {
       // Longer than V8's longest string: far past any reply bound, so it is a reply too large.
-      if (err instanceof RangeError && err.message === 'Invalid string length') return TOO_LARGE;
+      if (isStringLimit(err)) return TOO_LARGE;
       this.#logger.error({ err }, 'reply not serialisable');
       return JSON.stringify(errorResponse(r.id, new RpcError(RpcCode.InternalError, 'Internal error')));
     }
@@ -213,6 +225,8 @@ export class Connection {
 
   #failed(call: Call, err: unknown): Response | null {
     if (call.id === undefined) return null;
+    // A handler that built its own result text (subagent.list) and passed V8's string limit.
+    if (isStringLimit(err)) return errorResponse(call.id, tooLargeError(this.#maxReplyBytes));
     return errorResponse(call.id, toRpcError(err, (e) => this.#logger.error({ err: e, method: call.method }, 'method failed')));
   }
 

@@ -1,4 +1,5 @@
-// What one incoming message's replies may take in bytes. A message of 1 MiB can ask for far more
+// What one incoming message may cost: its count of calls (max_batch, checked when it is parsed)
+// and the bytes its replies may take (max_reply_bytes, spent here). A message of 1 MiB can ask for far more
 // than 1 MiB back: 6,000 `subagent.tail` calls for a child whose window holds 16 KiB of control
 // characters (each escapes to six bytes) ask for 590 MB, past V8's longest string (2^29 - 24
 // UTF-16 units), and building that reply threw out of the microtask that wrote it and ended the
@@ -8,7 +9,11 @@
 import { RpcCode, RpcError } from './errors.ts';
 import { errorResponse, type RpcId } from './jsonrpc.ts';
 
-/** Default bound: see docs/protocol.md (options) for why 32 MiB. */
+/** Most elements one batch may have, by default (go-ethereum's rule too), and at most. */
+export const DEFAULT_MAX_BATCH = 1000;
+export const MAX_MAX_BATCH = 100_000;
+
+/** Default bound: see docs/protocol.md (framing) for why 32 MiB. */
 export const DEFAULT_MAX_REPLY_BYTES = 32 * 1024 * 1024;
 /** The largest bound allowed: with every replaced reply added, still far under V8's string limit. */
 export const MAX_MAX_REPLY_BYTES = 256 * 1024 * 1024;
@@ -26,9 +31,16 @@ export function fitsAlone(text: string, max: number): boolean {
   return text.length * 3 <= max || (text.length <= max && utf8Bytes(text) <= max);
 }
 
+export const tooLargeError = (max: number): RpcError => new RpcError(RpcCode.ResponseTooLarge, 'response too large', { max_reply_bytes: max });
+
 /** The -32001 reply for `id`: small whatever the result was (the id is echoed, nothing else). */
 export function tooLargeText(id: RpcId, max: number): string {
-  return JSON.stringify(errorResponse(id, new RpcError(RpcCode.ResponseTooLarge, 'response too large', { max_reply_bytes: max })));
+  return JSON.stringify(errorResponse(id, tooLargeError(max)));
+}
+
+/** V8's answer to a string longer than it can make: whatever was being built, it was far past any bound. */
+export function isStringLimit(err: unknown): boolean {
+  return err instanceof RangeError && err.message === 'Invalid string length';
 }
 
 /** The bytes left for one message's replies. */

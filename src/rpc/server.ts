@@ -14,7 +14,7 @@ import catalog from './catalog.json' with { type: 'json' };
 import { Connection } from './connection.ts';
 import type { MethodDef, ServerLimits, ServerState } from './context.ts';
 import { DelegationLedger } from './delegation-ledger.ts';
-import { DEFAULT_MAX_REPLY_BYTES, MAX_MAX_REPLY_BYTES } from './reply-budget.ts';
+import { DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from './reply-budget.ts';
 import { delegationMethods } from './methods/delegation.ts';
 import { serverMethods } from './methods/server.ts';
 import { sessionMethods } from './methods/session.ts';
@@ -27,8 +27,6 @@ import type { Transport } from './transports/transport.ts';
 
 export { PROTOCOL_VERSION };
 
-export const DEFAULT_MAX_BATCH = 1000;
-export const MAX_MAX_BATCH = 100_000;
 
 /** An integer option within [min, max] (the CLI checks the same ranges). */
 function boundedInt(name: string, value: number | undefined, fallback: number, min: number, max: number): number {
@@ -172,10 +170,18 @@ export class RpcServer {
   /** Adopts a transport as a new connection and greets it with `gateway.ready`. */
   connect(transport: Transport): Connection {
     const id = `tr_${++this.#nextConnection}`;
-    const conn = new Connection(id, transport, METHODS, this.#state, this.#logger, () => {
-      this.#connections.delete(id);
-      this.sessions.transportClosed(id);
-    });
+    const conn = new Connection(
+      id,
+      transport,
+      METHODS,
+      this.#state,
+      this.#logger,
+      () => {
+        this.#connections.delete(id);
+        this.sessions.transportClosed(id);
+      },
+      this.limits,
+    );
     this.#connections.set(id, conn);
     this.#logger.info({ transport: id }, 'connection opened');
     void conn.whenClosed.then(() => this.#logger.info({ transport: id }, 'connection closed'));
