@@ -16,6 +16,7 @@ import { RpcCode } from '../src/rpc/errors.ts';
 import { JsonText } from '../src/rpc/json-text.ts';
 import { silentLogger } from '../src/log.ts';
 import { RpcServer, type ServerOptions } from '../src/rpc/server.ts';
+import { ReplyBudget } from '../src/rpc/reply-budget.ts';
 import { memoryPair } from '../src/rpc/transports/memory.ts';
 import { stdioTransport } from '../src/rpc/transports/stdio.ts';
 import { connectWs, Inbox, isReply, killAll, startWsServer, type Msg, type Peer, type Proc, type Received, type WireEvent } from './helpers/process.ts';
@@ -146,6 +147,23 @@ describe('the reply bytes of one message', () => {
     // Only the replies were replaced: both spawns ran.
     const list = (await call(p, 'subagent.list', { session_id })) as { subagents: { goal: string }[] };
     expect(list.subagents.map((s) => s.goal).sort()).toEqual(['late 1', 'late 2', 'noisy']);
+  });
+
+  it('counts UTF-8 bytes exactly, framing included, and replaces every reply after the first that does not fit', () => {
+    // 12 bytes, one kept for a batch's closing bracket: '[' + 4 bytes, ',' + 'é' (2 bytes) + 3 = 11.
+    const budget = new ReplyBudget(12, 1);
+    expect(budget.take('abcd', 1, 1)).toBe('abcd');
+    expect(budget.take('éab', 2, 1)).toBe('éab');
+    expect(budget.spent).toBe(false);
+    const replaced = JSON.parse(budget.take('x', 3, 1)) as Msg;
+    tooLarge(3)(replaced);
+    expect(replaced.error?.data).toEqual({ max_reply_bytes: 12 });
+    // Spent: even an empty text is replaced from now on.
+    expect(JSON.parse(budget.take('', 4)) as Msg).toMatchObject({ id: 4, error: { code: RpcCode.ResponseTooLarge } });
+    // Three UTF-8 bytes for one UTF-16 unit: measured, not guessed from the length.
+    const tight = new ReplyBudget(5);
+    expect(tight.take('€a', 1)).toBe('€a');
+    expect(tight.take('€', 2)).not.toBe('€');
   });
 
   it('a single reply over the bound is replaced; subagent.list over long goals too, alone and in a batch', async () => {

@@ -153,7 +153,7 @@ export class Connection {
     if (this.#closed) return;
     let text = '';
     try {
-      const budget = new ReplyBudget(this.#maxReplyBytes);
+      const budget = new ReplyBudget(this.#maxReplyBytes, 1);
       for (const r of replies) {
         if (r === null) continue;
         text += text === '' ? '[' : ',';

@@ -49,9 +49,10 @@ export class ReplyBudget {
   #left: number;
   #spent = false;
 
-  constructor(max: number) {
+  /** `reserve`: bytes set aside up front (a batch's closing `]`). */
+  constructor(max: number, reserve = 0) {
     this.#max = max;
-    this.#left = max;
+    this.#left = max - reserve;
   }
 
   /** True once a reply did not fit: every later one is replaced without being built. */
