@@ -9,7 +9,7 @@ import {
   snapshotSchema,
   steerResultSchema,
   tailResultSchema,
-} from '../src/rpc/protocol.ts';
+} from '../src/contract/wire.ts';
 
 const SCHEMAS: Record<string, (value: unknown) => unknown> = {
   entry: (v) => completionEntrySchema.parse(v),

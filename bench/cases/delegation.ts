@@ -6,7 +6,7 @@
 import PQueue from 'p-queue';
 import { scripted } from '../../src/delegation/runners/scripted.ts';
 import type { Owner, TaskSpec } from '../../src/delegation/types.ts';
-import { createRuntime } from '../../src/runtime.ts';
+import { createRuntime } from '../../src/delegation/runtime.ts';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { median, row, type Row } from '../lib/stats.ts';
 

@@ -10,7 +10,7 @@
 // Beside every size runs the floor (bench/cases/registry-bare.ts): the same three calls on a bare
 // Map of child entries spread through memory as live children are. What N adds to the floor is
 // what memory latency alone costs at that size; subrun's growth is reported against it.
-import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { createRuntime, type Runtime } from '../../src/delegation/runtime.ts';
 import type { Owner, Runner, RunnerContext } from '../../src/delegation/types.ts';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { micro, until, type MicroOptions, type MicroTask } from '../lib/micro.ts';

@@ -4,7 +4,7 @@ import type { Row } from './stats.ts';
 /**
  * full: the sizes the issue names (a few minutes for the whole suite).
  * quick: the same shape at smaller sizes and budgets (well under a minute).
- * tiny: only the plumbing, for test/bench.test.ts; its figures mean nothing.
+ * tiny: only the plumbing, for test/package/bench.test.ts; its figures mean nothing.
  */
 export type Mode = 'full' | 'quick' | 'tiny';
 

@@ -1,5 +1,5 @@
 // Pure helpers of the bench suite: medians and percentiles, the result row, ratio and pass
-// evaluation, and the printed table. No timing here, so test/bench.test.ts can hold them.
+// evaluation, and the printed table. No timing here, so test/package/bench.test.ts can hold them.
 
 /** One row of bench/results/latest.json. */
 export interface Row {

@@ -4,11 +4,11 @@
 // ctx's functions are methods: call them on ctx, do not detach them (see RunnerContext).
 import { sleep } from '../clock.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
-import type { ChildRecord } from '../registry/record.ts';
+import type { ChildRecord } from '../child/record.ts';
 import type { InterruptResult, SteerResult } from '../registry/registry.ts';
-import { toSnapshot, type Snapshot } from '../registry/snapshot.ts';
+import { toSnapshot, type Snapshot } from '../child/snapshot.ts';
 import type { Core } from './core.ts';
-import { preview } from './preview.ts';
+import { preview } from '../child/preview.ts';
 import type {
   DelegateOptions,
   DelegationHandle,

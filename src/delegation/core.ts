@@ -4,7 +4,7 @@
 import type { Clock } from '../clock.ts';
 import type { IdMaker } from '../ids.ts';
 import type { Logger } from '../log.ts';
-import type { ChildRecord } from '../registry/record.ts';
+import type { ChildRecord } from '../child/record.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { ChildQueue } from './child-queue.ts';
 import type { RunnerKinds } from './runners/kinds.ts';

@@ -2,7 +2,7 @@
 // p-queue and return at once with the ids and a promise of the entries (ordered by task_index).
 import { z } from 'zod';
 import { ErrorCode, SubrunError, type Issue } from '../errors.ts';
-import { ChildRecord, type SettleListener } from '../registry/record.ts';
+import { ChildRecord, type SettleListener } from '../child/record.ts';
 import type { Core } from './core.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
 import { LiveChild } from './run-child.ts';

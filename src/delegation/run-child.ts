@@ -2,7 +2,7 @@
 // maps throw/abort/timeout to a status, seals the steer inbox and publishes exactly one entry.
 // The order at the end is the steer promise: seal (stop accepting + take leftovers, one
 // synchronous step) -> wait for descendants' entries -> the entry and its event.
-import type { ChildRecord, StopListener } from '../registry/record.ts';
+import type { ChildRecord, StopListener } from '../child/record.ts';
 import { stopDescendants } from '../registry/registry.ts';
 import { buildCompletionEntry } from './completion.ts';
 import { ChildContext } from './child-context.ts';

@@ -1,5 +1,5 @@
 import type { InterruptResult, SteerResult } from '../registry/registry.ts';
-import type { Snapshot } from '../registry/snapshot.ts';
+import type { Snapshot } from '../child/snapshot.ts';
 
 // The delegation vocabulary: task specs, the runner contract, completion entries and statuses.
 // Field names are the wire's (snake_case): the same objects travel in-process and over RPC.

@@ -5,8 +5,8 @@
 import type { Scope, Steer } from '../delegation/types.ts';
 import { isFinalStatus } from '../delegation/types.ts';
 import type { IdMaker } from '../ids.ts';
-import type { ChildRecord } from './record.ts';
-import { toSnapshot, type Snapshot } from './snapshot.ts';
+import type { ChildRecord } from '../child/record.ts';
+import { toSnapshot, type Snapshot } from '../child/snapshot.ts';
 
 /** Largest steer accepted, in UTF-8 bytes of the trimmed text. */
 export const MAX_STEER_BYTES = 32768;

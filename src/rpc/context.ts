@@ -2,9 +2,9 @@
 // server's limits, and the transport the request arrived on (the only source of authority).
 import type { z } from 'zod';
 import type { Logger } from '../log.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../delegation/runtime.ts';
 import type { DelegationLedger } from './delegation-ledger.ts';
-import type { ParentAgent } from './parent-agent.ts';
+import type { ParentAgent } from '../agent/parent-agent.ts';
 import type { SessionStore } from './sessions.ts';
 
 export interface ServerLimits {

@@ -1,16 +1,16 @@
 // The RPC server: one runtime, one session store, the dispatch table, and the event router that
 // sends each runtime event to every transport in its session's slot, numbered per session.
 import { systemClock, type Clock } from '../clock.ts';
-import { openaiKind, type OpenAIRunnerConfig } from '../delegation/runners/openai/runner.ts';
+import { openaiKind, type OpenAIRunnerConfig } from '../agent/runner.ts';
 import type { Owner, Runner } from '../delegation/types.ts';
-import { TAIL_WINDOW_BYTES } from '../delegation/transcript.ts';
+import { TAIL_WINDOW_BYTES } from '../child/transcript.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds, type IdMaker } from '../ids.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { MAX_STEER_BYTES } from '../registry/registry.ts';
-import { createRuntime, positiveInt, type Runtime, type RuntimeOptions } from '../runtime.ts';
+import { createRuntime, positiveInt, type Runtime, type RuntimeOptions } from '../delegation/runtime.ts';
 import { SERVER_NAME, VERSION } from '../version.ts';
-import catalog from './catalog.json' with { type: 'json' };
+import catalog from '../contract/catalog.json' with { type: 'json' };
 import { Connection } from './connection.ts';
 import type { MethodDef, ServerLimits, ServerState } from './context.ts';
 import { DelegationLedger } from './delegation-ledger.ts';
@@ -20,8 +20,8 @@ import { serverMethods } from './methods/server.ts';
 import { sessionMethods } from './methods/session.ts';
 import { parentMethods } from './methods/parent.ts';
 import { subagentMethods } from './methods/subagent.ts';
-import { ParentAgent } from './parent-agent.ts';
-import { PROTOCOL_VERSION } from './protocol.ts';
+import { ParentAgent } from '../agent/parent-agent.ts';
+import { PROTOCOL_VERSION } from '../contract/wire.ts';
 import { SessionStore, type Session } from './sessions.ts';
 import type { Transport } from './transports/transport.ts';
 

@@ -17,7 +17,7 @@ import type { Step } from '../../src/delegation/runners/scripted.ts';
 import type { CompletionEntry, DelegationHandle, RunOutcome, Runner, RunnerContext, Steer, TaskSpec } from '../../src/delegation/types.ts';
 import type { IdMaker } from '../../src/ids.ts';
 import type { InterruptResult, SteerResult, TailResult } from '../../src/registry/registry.ts';
-import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { createRuntime, type Runtime } from '../../src/delegation/runtime.ts';
 
 /** A yield point: resolves when the driver lets the labelled step happen. */
 export type YieldTo = (label: string) => Promise<void>;

@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import type { z } from 'zod';
 import type { EventEnvelope } from '../../src/registry/events.ts';
 import type { Connection } from '../../src/rpc/connection.ts';
-import { resultSchemas, type MethodName } from '../../src/rpc/protocol.ts';
+import { resultSchemas, type MethodName } from '../../src/contract/wire.ts';
 import type { RpcServer } from '../../src/rpc/server.ts';
 import { memoryPair } from '../../src/rpc/transports/memory.ts';
 

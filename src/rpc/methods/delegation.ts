@@ -1,7 +1,7 @@
 // delegation.* : spawn, result, status, pause.
 import { defineMethod, type MethodDef } from '../context.ts';
 import { RpcCode, RpcError } from '../errors.ts';
-import { paramsSchemas } from '../protocol.ts';
+import { paramsSchemas } from '../../contract/wire.ts';
 import { requireId } from './checks.ts';
 
 export const delegationMethods: Record<string, MethodDef> = {

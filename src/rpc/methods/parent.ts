@@ -1,7 +1,7 @@
 // The session's parent agent over the wire: prompt.submit runs one turn in the background,
 // session.steer guides the running turn, session.interrupt stops it and the session's children.
 import { defineMethod, type MethodDef } from '../context.ts';
-import { paramsSchemas } from '../protocol.ts';
+import { paramsSchemas } from '../../contract/wire.ts';
 import { requireSteerText } from './checks.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 

@@ -1,6 +1,6 @@
 // server.info : what this server is and what it speaks.
 import { defineMethod, type MethodDef } from '../context.ts';
-import { paramsSchemas, PROTOCOL_VERSION } from '../protocol.ts';
+import { paramsSchemas, PROTOCOL_VERSION } from '../../contract/wire.ts';
 
 export const serverMethods: Record<string, MethodDef> = {
   'server.info': defineMethod(paramsSchemas['server.info'], (_p, { server }) => ({

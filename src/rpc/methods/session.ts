@@ -1,6 +1,6 @@
 // session.* : create, attach, detach, reset, close. The authority model itself is sessions.ts.
 import { defineMethod, type MethodDef } from '../context.ts';
-import { paramsSchemas } from '../protocol.ts';
+import { paramsSchemas } from '../../contract/wire.ts';
 
 export const sessionMethods: Record<string, MethodDef> = {
   'session.create': defineMethod(paramsSchemas['session.create'], (p, { server, transport }) => {

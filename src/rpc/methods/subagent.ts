@@ -3,7 +3,7 @@
 import { defineMethod, type MethodDef } from '../context.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import { FlatJsonCache, JsonText } from '../json-text.ts';
-import { paramsAccept, paramsSchemas } from '../protocol.ts';
+import { paramsAccept, paramsSchemas } from '../../contract/wire.ts';
 import type { Session } from '../sessions.ts';
 import { requireId, requireSteerText } from './checks.ts';
 

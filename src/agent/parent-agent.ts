@@ -1,0 +1,209 @@
+// A session's parent agent: a model-driven agent that a host talks to with prompt.submit, steers
+// with session.steer and stops with session.interrupt. It delegates through the delegate_task
+// tool; its children are the session's first-level children, and its control actions reach only
+// the ones it spawned (and their descendants). One turn at a time; the conversation carries over
+// from turn to turn until the session is reset.
+import { SteerInbox } from '../child/steering.ts';
+import { runAgentLoop } from './agent-loop.ts';
+import type { ChatMessage } from './chat.ts';
+import { CompletionInbox, delegateTaskTool, type DelegationPort } from './delegate-task.ts';
+import { DEFAULT_MAX_ITERATIONS, openaiRunner, type OpenAIRunnerConfig } from './runner.ts';
+import { STEER_PROMPT } from './steer-marker.ts';
+import { buildCompletionEntry } from '../delegation/completion.ts';
+import { preview } from '../child/preview.ts';
+import type { Owner, Scope } from '../delegation/types.ts';
+import { ErrorCode, SubrunError } from '../errors.ts';
+import type { IdMaker } from '../ids.ts';
+import type { Logger } from '../log.ts';
+import type { Snapshot } from '../child/snapshot.ts';
+import type { Runtime } from '../delegation/runtime.ts';
+import { RpcCode, RpcError } from '../rpc/errors.ts';
+
+const PARENT_PROMPT = [
+  'You are the parent agent of this session. You can do work yourself with your tools, and you can',
+  'delegate independent pieces to subagents with delegate_task: they run in parallel, and each one',
+  "reports back as a message when it finishes. Give each subagent everything it needs in its goal and",
+  'context. When all the work is done, answer the user.',
+].join('\n');
+
+export interface ParentAgentDeps {
+  readonly runtime: Runtime;
+  readonly config: OpenAIRunnerConfig | undefined;
+  readonly ids: IdMaker;
+  readonly logger: Logger;
+  /** The session's current binding (its generation changes on reset). */
+  owner(): Owner;
+  /** Sends a session event (numbered and routed like every other). */
+  emit(type: string, payload: Record<string, unknown>): void;
+}
+
+interface Turn {
+  readonly turn_id: string;
+  readonly abort: AbortController;
+  readonly inbox: SteerInbox;
+}
+
+export class ParentAgent {
+  readonly #deps: ParentAgentDeps;
+  #history: ChatMessage[] = [];
+  #turn: Turn | undefined;
+  #turns = 0;
+  /** Delegations this parent spawned, per generation: the roots of its spawn tree. */
+  #mine = new Set<string>();
+  /** Its session closed: a turn still winding down may not spawn children nobody would release. */
+  #closed = false;
+
+  constructor(deps: ParentAgentDeps) {
+    this.#deps = deps;
+  }
+
+  get running(): boolean {
+    return this.#turn !== undefined;
+  }
+
+  /** Starts one turn in the background. */
+  submit(text: string): { status: 'started'; turn_id: string } {
+    const config = this.#deps.config;
+    if (!config) throw new RpcError(RpcCode.NoModel, 'no model configured: start the server with --base-url and --model');
+    if (this.#turn) throw new RpcError(RpcCode.TurnRunning, 'a turn is already running: steer it with session.steer or stop it with session.interrupt');
+    const turn: Turn = { turn_id: `turn_${++this.#turns}`, abort: new AbortController(), inbox: new SteerInbox() };
+    this.#turn = turn;
+    void this.#run(turn, config, text).catch((err: unknown) => this.#deps.logger.error({ err }, 'parent turn failed'));
+    return { status: 'started', turn_id: turn.turn_id };
+  }
+
+  /** Queues guidance for the running turn; rejected when no turn runs (it would strand). */
+  steer(text: string): { status: 'queued'; text: string; steer_id: string } | { status: 'rejected'; text: string } {
+    const turn = this.#turn;
+    const steer = turn?.inbox.push(this.#deps.ids.steer(), text);
+    return steer ? { status: 'queued', text, steer_id: steer.steer_id } : { status: 'rejected', text };
+  }
+
+  /** Stops the running turn (if any); the caller interrupts the session's children. */
+  interrupt(): boolean {
+    const turn = this.#turn;
+    if (!turn || turn.abort.signal.aborted) return false;
+    turn.abort.abort('interrupt');
+    return true;
+  }
+
+  /** The session closed: stops the turn for good; a spawn from its tools is refused from now on. */
+  close(): void {
+    this.#closed = true;
+    this.interrupt();
+    this.#history = [];
+    this.#mine.clear();
+  }
+
+  /** session.reset: a new generation starts a fresh conversation. */
+  reset(): void {
+    this.interrupt();
+    this.#history = [];
+    this.#mine.clear();
+  }
+
+  async #run(turn: Turn, config: OpenAIRunnerConfig, text: string): Promise<void> {
+    const { emit } = this.#deps;
+    const childRunner = openaiRunner({ ...config, system_prompt: undefined });
+    const completions = new CompletionInbox();
+    const tools = [...(config.tools ?? []), delegateTaskTool(this.#port(childRunner), completions)];
+    const started = Date.now();
+    const r = await runAgentLoop(
+      {
+        endpoint: config.endpoint,
+        system: `${PARENT_PROMPT}\n\n${STEER_PROMPT}`,
+        messages: [...this.#history, { role: 'user', content: text }],
+        tools,
+        max_iterations: config.max_iterations ?? DEFAULT_MAX_ITERATIONS,
+      },
+      {
+        signal: turn.abort.signal,
+        sleep: (ms) =>
+          new Promise((resolve) => {
+            const t = setTimeout(resolve, ms);
+            turn.abort.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+          }),
+        onText: (d) => emit('message.delta', { turn_id: turn.turn_id, text: d }),
+        onReasoning: () => undefined,
+        onToolStart: (name, args) => {
+          emit('tool.start', { turn_id: turn.turn_id, tool_name: name, preview: preview(args) });
+          return (output, ok) => emit('tool.complete', { turn_id: turn.turn_id, tool_name: name, ok, preview: preview(output) });
+        },
+        takeSteers: () => turn.inbox.take(),
+        confirmSteers: (steers) => {
+          for (const s of turn.inbox.confirm(steers)) emit('session.steer.delivered', { turn_id: turn.turn_id, steer_id: s.steer_id, text: s.text });
+        },
+        backgroundMessages: () => completions.drain(),
+        awaitBackground: () => completions.next(turn.abort.signal, (cancel) => turn.inbox.waitForSteer(turn.abort.signal, cancel)),
+      },
+    );
+    // The atomic close, as for a child: stop accepting and take what is left in one step.
+    const missed = turn.inbox.seal();
+    this.#turn = undefined;
+    if (r.status === 'completed') this.#history = r.messages;
+    const entry = buildCompletionEntry({
+      task_index: 0,
+      subagent_id: turn.turn_id,
+      status: r.status,
+      exit_reason: r.exit_reason,
+      summary: r.summary,
+      error: r.error,
+      api_calls: r.api_calls,
+      tokens: r.tokens,
+      duration_seconds: (Date.now() - started) / 1000,
+      model: config.endpoint.model,
+      missed: missed.map((s) => s.text),
+    });
+    emit('message.complete', {
+      turn_id: turn.turn_id,
+      status: entry.status,
+      text: entry.summary,
+      ...(entry.error !== undefined ? { error: entry.error } : {}),
+      api_calls: entry.api_calls,
+      tokens: entry.tokens,
+      ...(entry.missed_steer !== undefined ? { missed_steer: entry.missed_steer } : {}),
+    });
+  }
+
+  #scope(): Scope {
+    const o = this.#deps.owner();
+    return { session_id: o.session_id, generation: o.generation };
+  }
+
+  /** The session's visible children that descend from a delegation this parent made. */
+  #tree(): Map<string, Snapshot> {
+    const all = this.#deps.runtime.scoped.list(this.#scope(), { include_finished: true });
+    const byId = new Map(all.map((s) => [s.subagent_id, s]));
+    const mine = new Map<string, Snapshot>();
+    for (const s of all) {
+      let root = s;
+      while (root.parent_id !== null) {
+        const up = byId.get(root.parent_id);
+        if (!up) break;
+        root = up;
+      }
+      if (root.parent_id === null && this.#mine.has(root.delegation_id)) mine.set(s.subagent_id, s);
+    }
+    return mine;
+  }
+
+  #port(runner: ReturnType<typeof openaiRunner>): DelegationPort {
+    const rt = this.#deps.runtime;
+    return {
+      max_tasks: rt.limits.max_concurrent_children,
+      spawn: (tasks) => {
+        if (this.#closed) throw new SubrunError(ErrorCode.RuntimeClosed, 'the session has closed; it can no longer delegate');
+        const handle = rt.delegate(
+          tasks.map((t) => ({ goal: t.goal, context: t.context, runner })),
+          { owner: this.#deps.owner() },
+        );
+        this.#mine.add(handle.delegation_id);
+        return handle;
+      },
+      list: () => [...this.#tree().values()],
+      steer: (id, text) =>
+        this.#tree().has(id) ? rt.scoped.steer(this.#scope(), id, text) : { status: 'rejected', subagent_id: id, text: text.trim(), reason: 'not_found' },
+      stop: (id) => (this.#tree().has(id) ? rt.scoped.interrupt(this.#scope(), id) : { found: false, subagent_id: id, interrupted: [] }),
+    };
+  }
+}

@@ -1,0 +1,148 @@
+// The shell client: `subrun call METHOD [PARAMS_JSON]` prints a result as JSON; `subrun watch`
+// prints a session's events as they come. Both speak WebSocket to a running `subrun serve --ws`.
+import WebSocket from 'ws';
+import { parseFlags, UsageError, type FlagSpec } from './flags.ts';
+
+const CLIENT_FLAGS: readonly FlagSpec[] = [
+  { flag: 'url', env: 'SUBRUN_URL', kind: 'string' },
+  { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string' },
+  { flag: 'session', env: 'SUBRUN_SESSION', kind: 'string' },
+  { flag: 'key', env: 'SUBRUN_SESSION_KEY', kind: 'string' },
+  { flag: 'timeout-ms', kind: 'int', min: 1 },
+];
+
+interface RpcReply {
+  id?: unknown;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+  method?: string;
+  params?: unknown;
+}
+
+class RpcClient {
+  readonly #ws: WebSocket;
+  #next = 0;
+  readonly #pending = new Map<number, (reply: RpcReply) => void>();
+  onevent?: (params: unknown) => void;
+
+  private constructor(ws: WebSocket) {
+    this.#ws = ws;
+    ws.on('message', (data) => {
+      let msg: RpcReply;
+      try {
+        msg = JSON.parse(String(data)) as RpcReply;
+      } catch {
+        return;
+      }
+      if (msg.method === 'event') return this.onevent?.(msg.params);
+      const done = typeof msg.id === 'number' ? this.#pending.get(msg.id) : undefined;
+      if (done) {
+        this.#pending.delete(msg.id as number);
+        done(msg);
+      }
+    });
+  }
+
+  static open(url: string, token: string | undefined): Promise<RpcClient> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, { headers: token ? { Authorization: `Bearer ${token}` } : {}, perMessageDeflate: false });
+      ws.once('open', () => resolve(new RpcClient(ws)));
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`server refused the connection: HTTP ${res.statusCode}`)));
+      ws.once('error', (err) => reject(new Error(`cannot connect to ${url}: ${err.message}`)));
+    });
+  }
+
+  call(method: string, params: unknown): Promise<RpcReply> {
+    const id = ++this.#next;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, resolve);
+      this.#ws.once('close', () => reject(new Error('connection closed before the reply')));
+      this.#ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    });
+  }
+
+  get closed(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.#ws.readyState === WebSocket.CLOSED) resolve();
+      else this.#ws.once('close', () => resolve());
+    });
+  }
+
+  close(): void {
+    this.#ws.close();
+  }
+}
+
+function formatError(e: NonNullable<RpcReply['error']>): string {
+  return `error ${e.code}: ${e.message}${e.data === undefined ? '' : ` ${JSON.stringify(e.data)}`}`;
+}
+
+async function connect(argv: readonly string[], onevent?: (params: unknown) => void) {
+  const { values: v } = parseFlags(argv, CLIENT_FLAGS);
+  const url = (v.url as string | undefined) ?? 'ws://127.0.0.1:8787/';
+  // Checked before connecting: a usage error must not leave an open socket holding the process.
+  if (v.session !== undefined && v.key === undefined) throw new UsageError('--session needs --key (the session_key from session.create)');
+  const client = await RpcClient.open(url, v.token as string | undefined);
+  // Set before attaching: events can arrive in the same read as the attach reply, and are
+  // dispatched before the code after `await call(...)` runs.
+  client.onevent = onevent;
+  const session = v.session as string | undefined;
+  if (session !== undefined) {
+    const r = await client.call('session.attach', { session_id: session, session_key: v.key });
+    if (r.error) {
+      client.close();
+      throw new Error(`attach failed: ${formatError(r.error)}`);
+    }
+  }
+  return { client, session };
+}
+
+/** `subrun call METHOD [PARAMS_JSON]`: exit 0 with the result on stdout, 1 with the error on stderr. */
+export async function call(argv: readonly string[]): Promise<number> {
+  const { values, positionals } = parseFlags(argv, CLIENT_FLAGS);
+  const [method, paramsText, extra] = positionals;
+  if (!method) throw new UsageError('call needs a METHOD, e.g. subrun call subagent.list \'{"session_id":"..."}\'');
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
+  let params: Record<string, unknown> = {};
+  if (paramsText !== undefined) {
+    try {
+      params = JSON.parse(paramsText) as Record<string, unknown>;
+    } catch {
+      throw new UsageError(`PARAMS_JSON is not valid JSON: ${paramsText.slice(0, 80)}`);
+    }
+  }
+  const { client, session } = await connect(argv);
+  try {
+    if (session !== undefined && typeof params === 'object' && params !== null && !Array.isArray(params) && params.session_id === undefined) {
+      params = { ...params, session_id: session };
+    }
+    const timeout = (values['timeout-ms'] as number | undefined) ?? 30_000;
+    const reply = await Promise.race([
+      client.call(method, params),
+      new Promise<never>((_r, reject) => setTimeout(() => reject(new Error(`no reply within ${timeout} ms`)), timeout).unref()),
+    ]);
+    if (reply.error) {
+      process.stderr.write(`${formatError(reply.error)}\n`);
+      return 1;
+    }
+    process.stdout.write(`${JSON.stringify(reply.result, null, 2)}\n`);
+    return 0;
+  } finally {
+    client.close();
+  }
+}
+
+/** `subrun watch --session S --key K`: one JSON event per line until interrupted. */
+export async function watch(argv: readonly string[]): Promise<number> {
+  const { values } = parseFlags(argv, CLIENT_FLAGS);
+  if (values.session === undefined) throw new UsageError('watch needs --session and --key');
+  const { client } = await connect(argv, (params) => {
+    // The greeting is the connection's, not the session's.
+    if ((params as { type?: unknown } | null)?.type !== 'gateway.ready') process.stdout.write(`${JSON.stringify(params)}\n`);
+  });
+  process.stderr.write(`watching ${String(values.session)}; Ctrl-C to stop\n`);
+  const stop = new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+  await Promise.race([stop, client.closed]);
+  client.close();
+  return 0;
+}

@@ -1,0 +1,73 @@
+// `subrun` command line: picks the command, runs it, and maps failures to a one-line reason and
+// an exit code (2 for bad usage, 1 for a failed call). Nothing else lives here.
+// Each command is imported only when it runs: `--version` or `call` should not pay for the
+// server's modules at start-up.
+import { UsageError } from './flags.ts';
+import { VERSION } from '../version.ts';
+
+const USAGE = `usage: subrun <command> [options]
+
+commands:
+  demo                         the scripted demo: three children, a grandchild, steering, an interrupt
+                               (--base-url URL --model M [--api-key K]: the same on a real model)
+  serve --stdio | --ws         the JSON-RPC server (see docs/protocol.md for every option)
+  call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
+  watch                        print a session's events as they come
+  --version                    print the version
+
+client options (call, watch): --url URL (SUBRUN_URL, default ws://127.0.0.1:8787/),
+  --token T (SUBRUN_TOKEN), --session ID --key KEY (attach to a session first)
+`;
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case '--version':
+      case '-v':
+        process.stdout.write(`${VERSION}\n`);
+        return 0;
+      case undefined:
+      case '--help':
+      case '-h':
+      case 'help':
+        process.stdout.write(USAGE);
+        return command === undefined ? 2 : 0;
+      case 'demo':
+        quietOnBrokenPipe();
+        return await (await import('./demo.ts')).demoCommand(rest);
+      case 'serve':
+        return await (await import('./serve.ts')).serve(rest);
+      case 'call':
+        quietOnBrokenPipe();
+        return await (await import('./client.ts')).call(rest);
+      case 'watch':
+        quietOnBrokenPipe();
+        return await (await import('./client.ts')).watch(rest);
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(command)}; try subrun --help`);
+    }
+  } catch (err) {
+    process.stderr.write(`subrun: ${err instanceof Error ? err.message : String(err)}\n`);
+    return err instanceof UsageError ? 2 : 1;
+  }
+}
+
+/**
+ * `subrun demo | head` closes the pipe early: that is the reader's choice, not a failure, so the
+ * command ends quietly instead of dying on an unhandled EPIPE. (`serve --stdio` handles its own
+ * stdout: a host hanging up there starts the shutdown.)
+ */
+function quietOnBrokenPipe(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(0);
+  });
+}
+
+// Run directly (`tsx src/cli/main.ts ...`), not when imported by bin/subrun.js or a test.
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  void main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

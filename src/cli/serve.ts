@@ -1,0 +1,156 @@
+// `subrun serve`: the JSON-RPC server over stdio or WebSocket. stdout of --stdio carries the
+// protocol alone; everything human-readable and every log line goes to stderr.
+//
+// One shutdown path, whatever starts it (SIGTERM, SIGINT, the host closing stdin; a repeated
+// signal joins the shutdown already running): stop taking connections, stop every child and send
+// its completion, close every connection behind what it was sent, then give the peers
+// --shutdown-grace-ms to read it all before whatever is left is cut and the process exits.
+import { randomBytes } from 'node:crypto';
+import { parseFlags, UsageError, type FlagSpec } from './flags.ts';
+import { openaiRunner } from '../agent/runner.ts';
+import { createLogger } from '../log.ts';
+import { MODEL_FLAGS, modelConfig } from './model-options.ts';
+import { MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../rpc/reply-budget.ts';
+import { RpcServer } from '../rpc/server.ts';
+import { stdioTransport, type StdioTransport } from '../rpc/transports/stdio.ts';
+import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/transports/ws.ts';
+
+export const SERVE_FLAGS: readonly FlagSpec[] = [
+  { flag: 'stdio', kind: 'bool' },
+  { flag: 'ws', kind: 'bool' },
+  { flag: 'host', env: 'SUBRUN_HOST', kind: 'string' },
+  { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535 },
+  { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string' },
+  { flag: 'allow-origin', env: 'SUBRUN_ALLOW_ORIGIN', kind: 'list' },
+  { flag: 'max-concurrent-children', env: 'SUBRUN_MAX_CONCURRENT_CHILDREN', kind: 'int', min: 1, max: 1024 },
+  { flag: 'max-spawn-depth', env: 'SUBRUN_MAX_SPAWN_DEPTH', kind: 'int', min: 1, max: 64 },
+  { flag: 'max-message-bytes', env: 'SUBRUN_MAX_MESSAGE_BYTES', kind: 'int', min: 1024, max: 256 * 1024 * 1024 },
+  { flag: 'max-batch', env: 'SUBRUN_MAX_BATCH', kind: 'int', min: 1, max: MAX_MAX_BATCH },
+  { flag: 'max-reply-bytes', env: 'SUBRUN_MAX_REPLY_BYTES', kind: 'int', min: 1024, max: MAX_MAX_REPLY_BYTES },
+  { flag: 'park-ttl-ms', env: 'SUBRUN_PARK_TTL_MS', kind: 'int', min: 0 },
+  { flag: 'interrupt-grace-ms', env: 'SUBRUN_INTERRUPT_GRACE_MS', kind: 'int', min: 0 },
+  // A setInterval over 2^31-1 ms would fire every millisecond.
+  { flag: 'heartbeat-ms', env: 'SUBRUN_HEARTBEAT_MS', kind: 'int', min: 100, max: 2_147_483_647 },
+  { flag: 'max-outbound-bytes', env: 'SUBRUN_MAX_OUTBOUND_BYTES', kind: 'int', min: 1024 },
+  { flag: 'max-queued-steers', env: 'SUBRUN_MAX_QUEUED_STEERS', kind: 'int', min: 1, max: 100_000 },
+  { flag: 'max-queued-steer-bytes', env: 'SUBRUN_MAX_QUEUED_STEER_BYTES', kind: 'int', min: 32768, max: 1024 * 1024 * 1024 },
+  { flag: 'retain-finished', env: 'SUBRUN_RETAIN_FINISHED', kind: 'int', min: 0, max: 100_000 },
+  // setTimeout's limit: a longer deadline would fire at once.
+  { flag: 'shutdown-grace-ms', env: 'SUBRUN_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 2_147_483_647 },
+  { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string' },
+  { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string' },
+  ...MODEL_FLAGS,
+];
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export async function serve(argv: readonly string[]): Promise<number> {
+  const { values: v, positionals, sources } = parseFlags(argv, SERVE_FLAGS);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  if (Boolean(v.stdio) === Boolean(v.ws)) throw new UsageError('serve needs exactly one of --stdio or --ws');
+  const level = (v['log-level'] as string | undefined) ?? 'warn';
+  if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+  const openai = modelConfig(v, sources);
+  const defaultRunner = (v['default-runner'] as string | undefined) ?? 'scripted';
+  if (defaultRunner !== 'scripted' && defaultRunner !== 'openai') {
+    throw new UsageError(`--default-runner must be scripted or openai, got ${JSON.stringify(defaultRunner)}`);
+  }
+  if (defaultRunner === 'openai' && !openai) throw new UsageError('--default-runner openai needs --base-url and --model');
+
+  const logger = createLogger(level);
+  const server = new RpcServer({
+    max_concurrent_children: v['max-concurrent-children'] as number | undefined,
+    max_spawn_depth: v['max-spawn-depth'] as number | undefined,
+    max_message_bytes: v['max-message-bytes'] as number | undefined,
+    max_batch: v['max-batch'] as number | undefined,
+    max_reply_bytes: v['max-reply-bytes'] as number | undefined,
+    park_ttl_ms: v['park-ttl-ms'] as number | undefined,
+    runtime: {
+      interrupt_grace_ms: v['interrupt-grace-ms'] as number | undefined,
+      max_queued_steers: v['max-queued-steers'] as number | undefined,
+      max_queued_steer_bytes: v['max-queued-steer-bytes'] as number | undefined,
+      retain_finished: v['retain-finished'] as number | undefined,
+    },
+    openai,
+    default_runner: defaultRunner === 'openai' && openai ? openaiRunner(openai) : undefined,
+    logger,
+  });
+
+  const grace = (v['shutdown-grace-ms'] as number | undefined) ?? 5_000;
+  let listener: WsListener | undefined;
+  let stdio: StdioTransport | undefined;
+  let stopping: Promise<void> | undefined;
+  const stop = (why: string) => {
+    stopping ??= (async () => {
+      logger.info({ why }, 'shutting down');
+      listener?.stopAccepting();
+      // Every child stopped and its completion sent; every connection closed behind it.
+      await server.shutdown();
+      if (listener) await listener.close();
+      else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
+      // Nothing is owed to anyone any more. Whatever still holds the event loop (a write to a
+      // stdout nobody reads, a runner abandoned with a request in flight) must not hold the
+      // process: an unref'd timer fires only if something else keeps the loop alive.
+      setTimeout(() => process.exit(), 0).unref();
+    })();
+    return stopping;
+  };
+  const done = new Promise<void>((resolve) => {
+    // `on`, not `once`: a second signal must not fall through to the default action (death by
+    // signal, with completions still unsent); the shutdown running already is bounded.
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stop(sig).then(resolve));
+    if (v.stdio) {
+      // stdio is one connection for the server's life: when the host closes stdin, nobody can
+      // attach again, so the server shuts down, and the host, which may still be reading stdout,
+      // gets the replies to its last requests and every completion before the transport closes.
+      stdio = stdioTransport({
+        input: process.stdin,
+        output: process.stdout,
+        max_message_bytes: server.limits.max_message_bytes,
+        onInputEnd: () => void stop('stdin closed').then(resolve),
+      });
+      const conn = server.connect(stdio);
+      // The host closed stdout (EPIPE): nothing can reach it any more; shut down the same way.
+      void conn.whenClosed.then(() => stop('stdout closed')).then(resolve);
+    }
+  });
+
+  if (v.ws) {
+    const generated = v.token === undefined;
+    const token = (v.token as string | undefined) ?? randomBytes(24).toString('base64url');
+    listener = await listenWs(
+      {
+        host: (v.host as string | undefined) ?? '127.0.0.1',
+        port: (v.port as number | undefined) ?? 8787,
+        token,
+        allow_origins: (v['allow-origin'] as string[] | undefined) ?? [],
+        max_message_bytes: server.limits.max_message_bytes,
+        heartbeat_ms: v['heartbeat-ms'] as number | undefined,
+        max_outbound_bytes: v['max-outbound-bytes'] as number | undefined,
+        shutdown_grace_ms: grace,
+        logger,
+      },
+      (t) => server.connect(t),
+    );
+    process.stderr.write(`subrun listening on ${listener.url}\n`);
+    const host = (v.host as string | undefined) ?? '127.0.0.1';
+    if (!isLoopback(host)) {
+      process.stderr.write(`subrun: warning: listening on ${host}, not loopback: any host that can reach it may try the token\n`);
+    }
+    if (generated) process.stderr.write(`subrun token: ${token}\n`);
+  }
+  await done;
+  process.stdin.pause();
+  return 0;
+}
+
+/** Waits up to `grace_ms` for stdout to take everything; false if it did not (the host is cut). */
+async function drainedWithin(stdio: StdioTransport, grace_ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), grace_ms);
+  });
+  const drained = await Promise.race([stdio.drained().then(() => true), deadline]);
+  clearTimeout(timer);
+  return drained;
+}

@@ -1,0 +1,250 @@
+// createRuntime(): wires the registry, the event bus, the per-parent queues and the delegation
+// stages into the one object a parent agent (or the RPC server) holds.
+import { systemClock, type Clock } from '../clock.ts';
+import { ChildQueue } from './child-queue.ts';
+import type { Checkpoint, Core, Limits, OwnedEventListener } from './core.ts';
+import { spawn } from './delegate.ts';
+import { builtinRunnerKinds, type RunnerKinds } from './runners/kinds.ts';
+import { scripted } from './runners/scripted.ts';
+import type { DelegationHandle, Owner, Runner, Scope, TaskSpec } from './types.ts';
+import { ErrorCode, SubrunError } from '../errors.ts';
+import { randomIds, type IdMaker } from '../ids.ts';
+import { silentLogger, type Logger } from '../log.ts';
+import { EventBus } from '../registry/events.ts';
+import type { ChildRecord } from '../child/record.ts';
+import { DEFAULT_MAX_QUEUED_STEER_BYTES, DEFAULT_MAX_QUEUED_STEERS, Registry, type InterruptResult, type ListOptions, type SteerResult, type TailResult } from '../registry/registry.ts';
+import type { Snapshot } from '../child/snapshot.ts';
+
+/** Runtime options: one readonly object, each field validated at construction. */
+export interface RuntimeOptions {
+  /** Children one parent runs at once, and the largest batch it may delegate. Default 3. */
+  readonly max_concurrent_children?: number;
+  /** Depth bound: 1 (default) makes first-level children leaves; 2 lets them spawn once more. */
+  readonly max_spawn_depth?: number;
+  /** Finished children kept per owner for late list/tail. Default 100. */
+  readonly retain_finished?: number;
+  /** Undelivered steers one child may hold before more are refused (`queue_full`). Default 64. */
+  readonly max_queued_steers?: number;
+  /** The same bound in UTF-8 bytes. Default 262144 (256 KiB). */
+  readonly max_queued_steer_bytes?: number;
+  /** How long a stopped runner may take to return before it is abandoned. Default 10000 ms. */
+  readonly interrupt_grace_ms?: number;
+  /** Runner for tasks that name none. Default: a scripted runner with no steps. */
+  readonly default_runner?: Runner;
+  /** Extra runner kinds for `agent: {kind, ...}` task specs (scripted is built in). */
+  readonly runner_kinds?: RunnerKinds;
+  readonly clock?: Clock;
+  readonly ids?: IdMaker;
+  readonly logger?: Logger;
+  /** Seam for race tests: awaited at every step boundary and before each completion. */
+  readonly checkpoint?: Checkpoint;
+}
+
+export interface DelegateCallOptions {
+  /** Per-child timeout (ms) from the moment each child starts running. */
+  readonly timeout_ms?: number;
+  /** The RPC layer's binding; absent in-process, so such children are never reachable over RPC. */
+  readonly owner?: Owner;
+}
+
+export interface Runtime {
+  readonly events: EventBus;
+  readonly limits: Limits;
+  /** Delegates a batch; returns at once. Throws a SubrunError for a bad batch. */
+  delegate(tasks: readonly TaskSpec[], options?: DelegateCallOptions): DelegationHandle;
+  list(options?: ListOptions): Snapshot[];
+  tail(subagent_id: string, since?: number): TailResult;
+  /** true means queued, not delivered. */
+  steerSubagent(subagent_id: string, text: string): boolean;
+  steer(subagent_id: string, text: string): SteerResult;
+  /** Stops the child and its whole subtree; false if unknown, finished or already stopped. */
+  interruptSubagent(subagent_id: string): boolean;
+  interrupt(subagent_id: string): InterruptResult;
+  /** The same calls, refusing a foreign, retired or unknown child as not found. */
+  readonly scoped: {
+    list(scope: Scope, options?: ListOptions): Snapshot[];
+    tail(scope: Scope, subagent_id: string, since?: number): TailResult;
+    steer(scope: Scope, subagent_id: string, text: string): SteerResult;
+    interrupt(scope: Scope, subagent_id: string): InterruptResult;
+  };
+  /** Pauses (or resumes) every new spawn of one session, at any depth. */
+  setPaused(session_id: string, paused: boolean): void;
+  isPaused(session_id: string): boolean;
+  /** Interrupts every live child of a session (all generations, all depths); returns the ids. */
+  interruptSession(session_id: string, generation?: number): string[];
+  /**
+   * A session is closed: interrupts its live children (all generations, all depths) and lets go of
+   * everything the runtime kept for it: its finished children now, its live ones as they finish
+   * (their entries, `done` promises and events still come as always, but none is retained for
+   * list or tail), then its queue and pause flag. Returns the ids interrupted.
+   */
+  releaseSession(session_id: string): string[];
+  /**
+   * A session was reset: interrupts the live children of generations up to `generation` and stops
+   * retaining them (finished ones are dropped now, live ones are not kept when they finish): no
+   * scope can reach them again. Returns the ids interrupted.
+   */
+  retireGeneration(session_id: string, generation: number): string[];
+  /** Interrupts every live child; resolves when all have completed. */
+  shutdown(): Promise<void>;
+  /** Every event together with its private owner binding (for the RPC layer's routing). */
+  onOwnedEvent(listener: OwnedEventListener): () => void;
+  readonly liveCount: number;
+  /** Parent queues held (each parent with children, and each session's root); for diagnostics. */
+  readonly queueCount: number;
+}
+
+export function positiveInt(name: string, value: unknown, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new SubrunError(ErrorCode.InvalidOptions, `${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`, [
+      { path: name, message: `expected an integer >= ${min}` },
+    ]);
+  }
+  return value;
+}
+
+export function createRuntime(options: RuntimeOptions = {}): Runtime {
+  const limits: Limits = {
+    max_concurrent_children: positiveInt('max_concurrent_children', options.max_concurrent_children, 3),
+    max_spawn_depth: positiveInt('max_spawn_depth', options.max_spawn_depth, 1),
+    interrupt_grace_ms: positiveInt('interrupt_grace_ms', options.interrupt_grace_ms, 10_000, 0),
+  };
+  const retain = positiveInt('retain_finished', options.retain_finished, 100, 0);
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? randomIds;
+  const logger = options.logger ?? silentLogger;
+  const bus = new EventBus({ logger, now: () => clock.now() });
+  const registry = new Registry(
+    ids,
+    retain,
+    positiveInt('max_queued_steers', options.max_queued_steers, DEFAULT_MAX_QUEUED_STEERS),
+    positiveInt('max_queued_steer_bytes', options.max_queued_steer_bytes, DEFAULT_MAX_QUEUED_STEER_BYTES, 1),
+  );
+  const queues = new Map<string, ChildQueue>();
+  const paused = new Set<string>();
+  const ownedListeners = new Set<OwnedEventListener>();
+  // One keep-alive for the whole runtime, held while any delegation has children left.
+  let holds = 0;
+  let releaseClock: (() => void) | undefined;
+  const hold = (): (() => void) => {
+    if (holds++ === 0) releaseClock = clock.keepAlive?.();
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      if (--holds === 0) {
+        releaseClock?.();
+        releaseClock = undefined;
+      }
+    };
+  };
+
+  const listening = (topic: string): boolean => ownedListeners.size > 0 || bus.hasSubscribers(topic);
+  const deliver = (topic: string, payload: Record<string, unknown>, owner: Owner | undefined): void => {
+    const event = bus.publish(topic, payload);
+    for (const listener of ownedListeners) {
+      try {
+        listener(event, owner);
+      } catch (err) {
+        logger.error({ err, topic }, 'owned event listener threw');
+      }
+    }
+  };
+
+  const core: Core = {
+    registry,
+    clock,
+    ids,
+    logger,
+    limits,
+    defaultRunner: options.default_runner ?? scripted([]),
+    runnerKinds: { ...builtinRunnerKinds, ...options.runner_kinds },
+    checkpoint: options.checkpoint,
+    emit(topic, payload, owner) {
+      if (listening(topic)) deliver(topic, payload, owner);
+    },
+    emitAbout(topic, record, extra) {
+      if (listening(topic)) deliver(topic, record.eventPayload(extra), record.owner);
+    },
+    queueFor(key) {
+      let q = queues.get(key);
+      if (!q) queues.set(key, (q = new ChildQueue(limits.max_concurrent_children)));
+      return q;
+    },
+    // Called when the parent's entry is out. Its children have all finished by then (post-order)
+    // and its context is closed (no more spawns), so the queue is dropped even if p-queue has not
+    // yet counted the last task done: waiting for size 0 and pending 0 here kept a queue per
+    // parent forever whenever its last child's slot was still being released.
+    releaseQueue(key) {
+      queues.delete(key);
+    },
+    isPaused: (owner) => paused.has(owner?.session_id ?? ''),
+    hold,
+    spawn: (parent, tasks, opts, owner) => spawn(core, parent, tasks, opts, owner),
+  };
+
+  const interruptAll = (records: Iterable<ChildRecord>): string[] => {
+    const out: string[] = [];
+    for (const r of [...records]) {
+      // Stop top-most live records; stopping a parent reaches its subtree.
+      if (r.stop('interrupt')) out.push(r.subagent_id);
+    }
+    return out;
+  };
+
+  return {
+    events: bus,
+    limits,
+    delegate: (tasks, opts = {}) => spawn(core, null, tasks, { timeout_ms: opts.timeout_ms }, opts.owner),
+    list: (o) => registry.list(o),
+    tail: (id, since) => registry.tail(id, since),
+    steerSubagent: (id, text) => registry.steerSubagent(id, text),
+    steer: (id, text) => registry.steer(id, text),
+    interruptSubagent: (id) => registry.interruptSubagent(id),
+    interrupt: (id) => registry.interrupt(id),
+    scoped: {
+      list: (scope, o) => registry.listScoped(scope, o),
+      tail: (scope, id, since) => registry.tail(id, since, scope),
+      steer: (scope, id, text) => registry.steer(id, text, scope),
+      interrupt: (scope, id) => registry.interrupt(id, scope),
+    },
+    setPaused(session_id, value) {
+      if (value) paused.add(session_id);
+      else paused.delete(session_id);
+    },
+    isPaused: (session_id) => paused.has(session_id),
+    interruptSession(session_id, generation) {
+      const records = registry.liveOf(session_id).filter((r) => generation === undefined || r.owner?.generation === generation);
+      return interruptAll(records);
+    },
+    releaseSession(session_id) {
+      const interrupted = interruptAll(registry.liveOf(session_id));
+      paused.delete(session_id);
+      // Dropped only once its children are all out: a spawn racing the close still finds the queue
+      // (and the concurrency bound) its siblings hold slots in.
+      registry.release(session_id, () => queues.delete(`root:${session_id}`));
+      return interrupted;
+    },
+    retireGeneration(session_id, generation) {
+      const interrupted = interruptAll(registry.liveOf(session_id).filter((r) => (r.owner?.generation ?? 0) <= generation));
+      registry.retireBefore(session_id, generation + 1);
+      return interrupted;
+    },
+    async shutdown() {
+      const live = [...registry.liveRecords()];
+      interruptAll(live);
+      await Promise.all(live.map((r) => r.done));
+    },
+    onOwnedEvent(listener) {
+      ownedListeners.add(listener);
+      return () => ownedListeners.delete(listener);
+    },
+    get liveCount() {
+      return registry.liveCount;
+    },
+    get queueCount() {
+      return queues.size;
+    },
+  };
+}

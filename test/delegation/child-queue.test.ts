@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { ChildQueue } from '../../src/delegation/child-queue.ts';
+import type { LiveChild } from '../../src/delegation/run-child.ts';
+import { stillReachable } from '../helpers/gc.ts';
+import { flush } from '../helpers/manual-clock.ts';
+
+/** Just what ChildQueue uses of a LiveChild: its record's finished flag, its queue, holdSlot. */
+function fake(name: string, started: string[], hold?: Promise<unknown>) {
+  const live = {
+    name,
+    record: { finished: false },
+    queue: undefined as ChildQueue | undefined,
+    holdSlot: () => {
+      started.push(name);
+      return hold ?? Promise.resolve();
+    },
+  };
+  return live;
+}
+
+function addWatched(q: ChildQueue, n: number, started: string[]): WeakRef<object>[] {
+  const refs: WeakRef<object>[] = [];
+  for (let i = 0; i < n; i++) {
+    const f = fake(`c${i}`, started);
+    refs.push(new WeakRef(f));
+    q.add(f as unknown as LiveChild);
+  }
+  return refs;
+}
+
+describe('ChildQueue', () => {
+  it('children cancelled while waiting do not pile up: the line is rebuilt once the dead outnumber the living, and the living keep their order', async () => {
+    const started: string[] = [];
+    let release!: () => void;
+    const q = new ChildQueue(1);
+    q.add(fake('blocker', started, new Promise<void>((r) => (release = r))) as unknown as LiveChild);
+    await flush();
+    expect(started).toEqual(['blocker']);
+
+    const waiting: ReturnType<typeof fake>[] = [];
+    for (let i = 0; i < 1000; i++) {
+      const f = fake(`c${i}`, started);
+      q.add(f as unknown as LiveChild);
+      waiting.push(f);
+      // Every child but each 100th is cancelled while it waits (the record says finished; the
+      // lifecycle tells the queue).
+      if (i % 100 !== 0) {
+        f.record.finished = true;
+        f.queue?.dropped();
+      }
+      // Never more than the living plus what is allowed to wait before a rebuild.
+      expect(q.waiting).toBeLessThanOrEqual(2 * Math.ceil((i + 1) / 100) + 64);
+    }
+    release();
+    await flush();
+    await flush();
+    // The living ran in the order they were added; of the cancelled, only the few left since the
+    // last rebuild still had a turn (where the real holdSlot returns at once).
+    const living = new Set(waiting.filter((f) => !f.record.finished).map((f) => f.name));
+    expect(started.filter((n) => living.has(n))).toEqual([...living]);
+    expect(started.length - 1 - living.size).toBeLessThan(64);
+    expect(q.waiting).toBe(0);
+  });
+
+  it('below the threshold nothing is rebuilt: a dead entry just returns at its turn', async () => {
+    const started: string[] = [];
+    const q = new ChildQueue(2);
+    const a = fake('a', started);
+    const b = fake('b', started);
+    q.add(a as unknown as LiveChild);
+    q.add(b as unknown as LiveChild);
+    await flush();
+    expect(started).toEqual(['a', 'b']);
+  });
+
+  it('holds no child once it has started and finished: a queue that lives on keeps none of what it ran', async () => {
+    const started: string[] = [];
+    const q = new ChildQueue(2);
+    // Added from a plain function: a suspended async frame may keep its last local alive.
+    const refs = addWatched(q, 10, started);
+    await flush();
+    expect(started).toHaveLength(10);
+    expect(q.waiting).toBe(0);
+    expect(await stillReachable(refs)).toBe(0);
+    // The queue itself is still in use.
+    q.add(fake('later', started) as unknown as LiveChild);
+    await flush();
+    expect(started.at(-1)).toBe('later');
+  });
+});

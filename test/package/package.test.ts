@@ -1,0 +1,160 @@
+// The package as npm users get it: `npm pack`, installed into a fresh project, imported from
+// plain JavaScript under plain node (no loader), type-checked by TypeScript consumers with the
+// strictest settings users run (node16 and bundler resolution, exactOptionalPropertyTypes,
+// skipLibCheck off), and its `subrun` command run from node_modules/.bin.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/process.ts';
+
+const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; devDependencies: Record<string, string> };
+
+interface Ran {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function run(cmd: string, args: readonly string[], cwd: string, input?: string): Promise<Ran> {
+  return new Promise((resolve) => {
+    const child = execFile(cmd, args, { cwd, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+/** The README's library example, as written there. */
+function readmeExample(): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## As a library'));
+  const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!code) throw new Error('README has no ts block under "## As a library"');
+  return code;
+}
+
+const SUBPATHS = `import { RpcServer, memoryPair } from 'subrun/server';
+import { paramsSchemas, CATALOG, PROTOCOL_VERSION } from 'subrun/protocol';
+import { ManualClock, counterIds, scripted } from 'subrun/testing';
+
+const server = new RpcServer({ clock: new ManualClock(), ids: counterIds() });
+const { server: transport, client } = memoryPair();
+client.onmessage = (text: string) => {
+  const message = JSON.parse(text) as { params?: { type?: string } };
+  console.log(message.params?.type, PROTOCOL_VERSION, CATALOG.methods.includes('subagent.steer'));
+  console.log(paramsSchemas['subagent.steer'].safeParse({ session_id: 's', subagent_id: 'a', text: 'go' }).success, typeof scripted);
+};
+server.connect(transport);
+`;
+
+/** A call the types must refuse: a subagent id is a string. */
+const MISTYPED = `import { createRuntime } from 'subrun';
+createRuntime().steerSubagent(42, 'focus');
+`;
+
+function tsconfig(resolution: 'node16' | 'bundler', files: string[]): string {
+  return JSON.stringify({
+    compilerOptions: {
+      module: resolution === 'node16' ? 'node16' : 'esnext',
+      moduleResolution: resolution,
+      target: 'ES2022',
+      strict: true,
+      exactOptionalPropertyTypes: true,
+      skipLibCheck: false,
+      noEmit: true,
+      types: ['node'],
+    },
+    files,
+  });
+}
+
+describe('the npm package, installed into a fresh project', () => {
+  let dir: string;
+  let files: string[];
+  let tarball: string;
+  const tsc = () => join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'subrun-consumer-'));
+    // Vitest's global setup has just built dist/; the pack takes it as it is.
+    const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], ROOT);
+    expect(packed.code, packed.stderr).toBe(0);
+    const [info] = JSON.parse(packed.stdout) as Array<{ filename: string; size: number; entryCount: number; files: Array<{ path: string }> }>;
+    if (!info) throw new Error('npm pack printed nothing');
+    files = info.files.map((f) => f.path);
+    tarball = join(dir, info.filename);
+    console.log(`[package] ${info.filename}: ${info.entryCount} files, ${(info.size / 1024).toFixed(0)} kB packed`);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+    // TypeScript and Node's types as a consumer would pin them: the versions this project builds with.
+    const installed = await run(
+      'npm',
+      ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball, `typescript@${PKG.devDependencies.typescript}`, `@types/node@${PKG.devDependencies['@types/node']}`],
+      dir,
+    );
+    expect(installed.code, installed.stderr).toBe(0);
+    writeFileSync(join(dir, 'example.mjs'), readmeExample());
+    writeFileSync(join(dir, 'example.ts'), readmeExample());
+    writeFileSync(join(dir, 'subpaths.ts'), SUBPATHS);
+    writeFileSync(join(dir, 'subpaths.mjs'), SUBPATHS.replace(/\(text: string\)/, '(text)').replace(/ as \{ params\?: \{ type\?: string \} \}/, ''));
+    writeFileSync(join(dir, 'mistyped.ts'), MISTYPED);
+    for (const resolution of ['node16', 'bundler'] as const) {
+      writeFileSync(join(dir, `tsconfig.${resolution}.json`), tsconfig(resolution, ['example.ts', 'subpaths.ts']));
+      writeFileSync(join(dir, `tsconfig.${resolution}.mistyped.json`), tsconfig(resolution, ['mistyped.ts']));
+    }
+  }, 180_000);
+
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('ships what runs and nothing else: compiled JavaScript, declarations, the bin, LICENSE, README', () => {
+    expect(files).toContain('LICENSE');
+    expect(files).toContain('dist/index.js');
+    expect(files).toContain('dist/index.d.ts');
+    expect(files).toContain('bin/subrun.js');
+    const stray = files.filter((f) => !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|LICENSE|README\.md|package\.json)$/.test(f));
+    expect(stray).toEqual([]);
+  });
+
+  it("runs the README's library example under plain node, printing each child's entry", async () => {
+    const ran = await run(process.execPath, ['example.mjs'], dir);
+    expect(ran.stderr).toBe('');
+    expect(ran.code).toBe(0);
+    // The steer is taken after the tool (delivered, so no missed_steer); the interrupt ends the second.
+    expect(ran.stdout.split('\n')).toEqual(['completed done undefined', 'interrupted  undefined', '']);
+  });
+
+  it('imports the server, protocol and testing subpaths under plain node', async () => {
+    const ran = await run(process.execPath, ['subpaths.mjs'], dir);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toBe('gateway.ready 1 true\ntrue function\n');
+  });
+
+  it.each(['node16', 'bundler'] as const)('type-checks the example and the subpaths with %s resolution, strict, exactOptionalPropertyTypes, skipLibCheck off', async (resolution) => {
+    const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.json`], dir);
+    expect(ran.stdout + ran.stderr).toBe('');
+    expect(ran.code).toBe(0);
+  });
+
+  it.each(['node16', 'bundler'] as const)('refuses a mistyped call with %s resolution', async (resolution) => {
+    const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.mistyped.json`], dir);
+    expect(ran.code).not.toBe(0);
+    expect(ran.stdout).toMatch(/mistyped\.ts\(2,31\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'/);
+  });
+
+  it('installs a `subrun` command that runs without a TypeScript loader', async () => {
+    const bin = join(dir, 'node_modules', '.bin', 'subrun');
+    const version = await run(bin, ['--version'], dir);
+    expect(version).toEqual({ code: 0, stdout: `${PKG.version}\n`, stderr: '' });
+    const served = await run(bin, ['serve', '--stdio'], dir, '{"jsonrpc":"2.0","id":1,"method":"server.info"}\n');
+    expect(served.code).toBe(0);
+    const reply = served.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id?: number; result?: { version?: string } })
+      .find((m) => m.id === 1);
+    expect(reply?.result?.version).toBe(PKG.version);
+  });
+});
