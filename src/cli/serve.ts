@@ -28,6 +28,8 @@ export const SERVE_FLAGS: readonly FlagSpec[] = [
   { flag: 'max-batch', env: 'SUBRUN_MAX_BATCH', kind: 'int', min: 1, max: MAX_MAX_BATCH },
   { flag: 'max-reply-bytes', env: 'SUBRUN_MAX_REPLY_BYTES', kind: 'int', min: 1024, max: MAX_MAX_REPLY_BYTES },
   { flag: 'park-ttl-ms', env: 'SUBRUN_PARK_TTL_MS', kind: 'int', min: 0 },
+  { flag: 'replay-events', env: 'SUBRUN_REPLAY_EVENTS', kind: 'int', min: 0, max: 100_000 },
+  { flag: 'replay-bytes', env: 'SUBRUN_REPLAY_BYTES', kind: 'int', min: 0, max: 256 * 1024 * 1024 },
   { flag: 'interrupt-grace-ms', env: 'SUBRUN_INTERRUPT_GRACE_MS', kind: 'int', min: 0 },
   // A setInterval over 2^31-1 ms would fire every millisecond.
   { flag: 'heartbeat-ms', env: 'SUBRUN_HEARTBEAT_MS', kind: 'int', min: 100, max: 2_147_483_647 },
@@ -65,6 +67,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
     max_batch: v['max-batch'] as number | undefined,
     max_reply_bytes: v['max-reply-bytes'] as number | undefined,
     park_ttl_ms: v['park-ttl-ms'] as number | undefined,
+    replay_events: v['replay-events'] as number | undefined,
+    replay_bytes: v['replay-bytes'] as number | undefined,
     runtime: {
       interrupt_grace_ms: v['interrupt-grace-ms'] as number | undefined,
       max_queued_steers: v['max-queued-steers'] as number | undefined,

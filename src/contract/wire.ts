@@ -144,6 +144,7 @@ export const paramsSchemas = {
   'session.detach': loose({ session_id: anyField }),
   'session.reset': loose({ session_id: anyField }),
   'session.close': loose({ session_id: anyField }),
+  'session.events.since': loose({ session_id: anyField, session_key: anyField, last_seen: z.number().int().nonnegative().nullable().optional() }),
   'delegation.spawn': loose({
     session_id: anyField,
     tasks: anyField,
@@ -188,6 +189,14 @@ export const resultSchemas = {
   'session.detach': z.strictObject({ detached: z.literal(true) }),
   'session.reset': z.strictObject({ session_id: id, generation: z.number().int().positive() }),
   'session.close': z.strictObject({ closed: z.literal(true), interrupted: z.number().int().nonnegative() }),
+  'session.events.since': z.strictObject({
+    events: z.array(wireEventSchema),
+    latest_seq: z.number().int().nonnegative(),
+    truncated: z.boolean(),
+    count: z.number().int().nonnegative(),
+    epoch: z.string().min(1),
+    open_requests: z.array(z.unknown()),
+  }),
   'delegation.spawn': z.strictObject({ status: z.literal('dispatched'), delegation_id: id, subagent_ids: z.array(id), count: z.number().int().positive() }),
   'delegation.result': z.strictObject({ delegation_id: id, done: z.boolean(), results: z.array(completionEntrySchema) }),
   'delegation.status': z.strictObject({
@@ -211,5 +220,7 @@ export const resultSchemas = {
 
 export const gatewayReadyPayloadSchema = z.strictObject({
   protocol_version: z.literal(PROTOCOL_VERSION),
+  /** Names this server process: a seq watermark from another epoch is void (the server restarted). */
+  replay_epoch: z.string().min(1),
   server: z.strictObject({ name: z.string(), version: z.string() }),
 });

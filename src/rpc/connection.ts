@@ -87,6 +87,12 @@ export class Connection {
     this.#write({ jsonrpc: '2.0', method, params }, 'event not sent');
   }
 
+  /** Sends an `event` notification whose params the server serialised once for every peer. */
+  notifyEvent(paramsText: string): void {
+    if (this.#closed) return;
+    this.#send(`{"jsonrpc":"2.0","method":"event","params":${paramsText}}`, 'event not sent');
+  }
+
   close(reason?: string): void {
     if (this.#closed) return;
     this.#transport.close(reason);

@@ -14,6 +14,9 @@ export interface ServerLimits {
   /** Bytes one message's replies may take; past it each remaining reply is -32001. */
   readonly max_reply_bytes: number;
   readonly park_ttl_ms: number;
+  /** Each session's replay ring: events and UTF-8 bytes kept at most. */
+  readonly replay_events: number;
+  readonly replay_bytes: number;
   readonly max_concurrent_children: number;
   readonly max_spawn_depth: number;
   readonly max_steer_bytes: number;
@@ -26,6 +29,8 @@ export interface ServerState {
   readonly ledger: DelegationLedger;
   readonly limits: ServerLimits;
   readonly info: { readonly name: string; readonly version: string };
+  /** Names this server process in gateway.ready and replays (new on every start). */
+  readonly replay_epoch: string;
   /** Lifecycle lines at info, with ids; never steer text, keys or tokens. */
   readonly logger: Logger;
   /** Set once shutdown began: no new work is accepted. */

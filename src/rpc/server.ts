@@ -1,5 +1,6 @@
 // The RPC server: one runtime, one session store, the dispatch table, and the event router that
 // sends each runtime event to every transport in its session's slot, numbered per session.
+import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../clock.ts';
 import { openaiKind, type OpenAIRunnerConfig } from '../agent/runner.ts';
 import type { Owner, Runner } from '../delegation/types.ts';
@@ -22,6 +23,7 @@ import { parentMethods } from './methods/parent.ts';
 import { subagentMethods } from './methods/subagent.ts';
 import { ParentAgent } from '../agent/parent-agent.ts';
 import { PROTOCOL_VERSION } from '../contract/wire.ts';
+import { DEFAULT_REPLAY_LIMITS } from './replay-ring.ts';
 import { SessionStore, type Session } from './sessions.ts';
 import type { Transport } from './transports/transport.ts';
 
@@ -46,6 +48,9 @@ export interface ServerOptions {
   readonly max_reply_bytes?: number;
   /** How long a session may stay parked (no transport attached) before it is closed. Default 15 min. */
   readonly park_ttl_ms?: number;
+  /** Each session's replay ring: events kept (default 1,000) and bytes kept (default 1 MiB). */
+  readonly replay_events?: number;
+  readonly replay_bytes?: number;
   readonly default_runner?: Runner;
   /** The model behind `agent: {kind: "openai"}` children and the sessions' parent agents. */
   readonly openai?: OpenAIRunnerConfig;
@@ -66,6 +71,8 @@ export class RpcServer {
   readonly runtime: Runtime;
   readonly sessions: SessionStore;
   readonly limits: ServerLimits;
+  /** New for every server: a host holding seqs of another epoch knows they are void. */
+  readonly replay_epoch = `ep_${randomBytes(9).toString('base64url')}`;
   readonly #ledger = new DelegationLedger();
   readonly #connections = new Map<string, Connection>();
   readonly #parents = new Map<string, ParentAgent>();
@@ -93,6 +100,8 @@ export class RpcServer {
       max_batch: boundedInt('max_batch', options.max_batch, DEFAULT_MAX_BATCH, 1, MAX_MAX_BATCH),
       max_reply_bytes: boundedInt('max_reply_bytes', options.max_reply_bytes, DEFAULT_MAX_REPLY_BYTES, 1024, MAX_MAX_REPLY_BYTES),
       park_ttl_ms: options.park_ttl_ms ?? 15 * 60 * 1000,
+      replay_events: boundedInt('replay_events', options.replay_events, DEFAULT_REPLAY_LIMITS.max_events, 0, 100_000),
+      replay_bytes: boundedInt('replay_bytes', options.replay_bytes, DEFAULT_REPLAY_LIMITS.max_bytes, 0, 256 * 1024 * 1024),
       max_concurrent_children: this.runtime.limits.max_concurrent_children,
       max_spawn_depth: this.runtime.limits.max_spawn_depth,
       max_steer_bytes: MAX_STEER_BYTES,
@@ -102,6 +111,7 @@ export class RpcServer {
       clock: this.#clock,
       ids,
       park_ttl_ms: this.limits.park_ttl_ms,
+      replay: { max_events: this.limits.replay_events, max_bytes: this.limits.replay_bytes },
       // A closed session leaves nothing behind: its parent agent (closed, so a turn still winding
       // down cannot spawn again), its children (interrupted, then let go as they finish), its
       // queue and pause flag (once they have), and its delegation ledger. Events of its children
@@ -119,6 +129,7 @@ export class RpcServer {
       ledger: this.#ledger,
       limits: this.limits,
       info: { name: SERVER_NAME, version: VERSION },
+      replay_epoch: this.replay_epoch,
       logger: this.#logger,
       draining: false,
       parentOf: (session_id) => {
@@ -190,7 +201,7 @@ export class RpcServer {
       session_id: null,
       seq: 0,
       ts: this.#clock.now() / 1000,
-      payload: { protocol_version: PROTOCOL_VERSION, server: { name: SERVER_NAME, version: VERSION } },
+      payload: { protocol_version: PROTOCOL_VERSION, replay_epoch: this.replay_epoch, server: { name: SERVER_NAME, version: VERSION } },
     });
     conn.start();
     return conn;
@@ -251,8 +262,19 @@ export class RpcServer {
    * connection's failure cannot stop the event from reaching the rest of the slot.
    */
   #send(session: Session, type: string, ts: number, payload: Record<string, unknown>): void {
-    session.seq += 1;
-    const params = { type, session_id: session.session_id, seq: session.seq, ts, payload };
-    for (const transport of session.slot) this.#connections.get(transport)?.notify('event', params);
+    // Serialised once: the same text goes to every attached peer and into the replay ring, so a
+    // replayed event is byte for byte the one that was sent. One that cannot be serialised takes
+    // no seq (a host would wait for it forever).
+    const seq = session.seq + 1;
+    let text: string;
+    try {
+      text = JSON.stringify({ type, session_id: session.session_id, seq, ts, payload });
+    } catch (err) {
+      this.#logger.error({ err, type, session_id: session.session_id }, 'event not serialisable');
+      return;
+    }
+    session.seq = seq;
+    session.replay.push(seq, text);
+    for (const transport of session.slot) this.#connections.get(transport)?.notifyEvent(text);
   }
 }

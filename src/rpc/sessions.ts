@@ -9,6 +9,7 @@ import type { Clock } from '../clock.ts';
 import type { IdMaker } from '../ids.ts';
 import type { Scope } from '../delegation/types.ts';
 import { notOwned } from './errors.ts';
+import { ReplayRing, type ReplayLimits } from './replay-ring.ts';
 
 export interface Session {
   readonly session_id: string;
@@ -18,6 +19,8 @@ export interface Session {
   readonly slot: Set<string>;
   /** Events sent so far; the next event gets seq + 1. */
   seq: number;
+  /** Its recent events as sent, for a host that reconnects (kept while parked, gone on close). */
+  readonly replay: ReplayRing;
 }
 
 interface SessionState extends Session {
@@ -30,6 +33,8 @@ export interface SessionStoreOptions {
   readonly clock: Clock;
   readonly ids: IdMaker;
   readonly park_ttl_ms: number;
+  /** Bounds of each session's replay ring. */
+  readonly replay: ReplayLimits;
   /** Called when a session closes (explicitly or by park expiry): stop its children. */
   readonly onClose: (session_id: string) => void;
 }
@@ -57,6 +62,7 @@ export class SessionStore {
       generation: 1,
       slot: new Set([transport]),
       seq: 0,
+      replay: new ReplayRing(this.#opts.replay),
       keyDigest: digest(session_key),
       parkTimer: undefined,
       closed: false,
@@ -69,6 +75,19 @@ export class SessionStore {
   authorize(session_id: unknown, transport: string): Session {
     const s = typeof session_id === 'string' ? this.#sessions.get(session_id) : undefined;
     if (!s || s.closed || !s.slot.has(transport)) throw notOwned();
+    return s;
+  }
+
+  /**
+   * The session, if `transport` is attached to it or `session_key` is its key (for a host that
+   * reads before it re-attaches, e.g. replaying its gap); otherwise 4001. Attaches nothing.
+   */
+  authorizeRead(session_id: unknown, session_key: unknown, transport: string): Session {
+    const s = typeof session_id === 'string' ? this.#sessions.get(session_id) : undefined;
+    if (s && !s.closed && s.slot.has(transport)) return s;
+    const given = digest(typeof session_key === 'string' ? session_key : '');
+    const ok = timingSafeEqual(given, s?.keyDigest ?? digest(randomBytes(16).toString('hex')));
+    if (!s || s.closed || !ok || typeof session_key !== 'string') throw notOwned();
     return s;
   }
 

@@ -92,6 +92,8 @@ describe('server.info', () => {
       max_batch: 50,
       max_reply_bytes: 65536,
       park_ttl_ms: 5000,
+      replay_events: 1000,
+      replay_bytes: 1048576,
       max_concurrent_children: 4,
       max_spawn_depth: 2,
       max_steer_bytes: 32768,
@@ -777,7 +779,7 @@ describe('events', () => {
     expect(first.seq).toBe(0);
     expect(first.session_id).toBeNull();
     expect(wireEventSchema.parse(first)).toEqual(first);
-    expect(gatewayReadyPayloadSchema.parse(first.payload)).toEqual({ protocol_version: 1, server: { name: SERVER_NAME, version: VERSION } });
+    expect(gatewayReadyPayloadSchema.parse(first.payload)).toEqual({ protocol_version: 1, replay_epoch: expect.stringMatching(/^ep_/), server: { name: SERVER_NAME, version: VERSION } });
   });
 
   it("numbers each session's events 1, 2, 3…, sends them to every transport in its slot and to no other, valid and leak-free", async () => {

@@ -1,6 +1,7 @@
 // session.* : create, attach, detach, reset, close. The authority model itself is sessions.ts.
 import { defineMethod, type MethodDef } from '../context.ts';
 import { paramsSchemas } from '../../contract/wire.ts';
+import { JsonText } from '../json-text.ts';
 
 export const sessionMethods: Record<string, MethodDef> = {
   'session.create': defineMethod(paramsSchemas['session.create'], (p, { server, transport }) => {
@@ -45,5 +46,17 @@ export const sessionMethods: Record<string, MethodDef> = {
     server.sessions.close(s.session_id, transport);
     server.logger.info({ session_id: s.session_id, transport, interrupted }, 'session closed');
     return { closed: true, interrupted };
+  }),
+
+  // A host that reconnects fills its gap: every kept event after last_seen, as the very envelopes
+  // that were sent. Readable by an attached transport or with the session key (a host may replay
+  // before it re-attaches); it attaches nothing.
+  'session.events.since': defineMethod(paramsSchemas['session.events.since'], (p, { server, transport }) => {
+    const s = server.sessions.authorizeRead(p.session_id, p.session_key, transport);
+    const r = s.replay.since(p.last_seen ?? 0);
+    const events = r.events.map((e) => e.text).join(',');
+    return new JsonText(
+      `{"events":[${events}],"latest_seq":${r.latest_seq},"truncated":${r.truncated},"count":${r.events.length},"epoch":${JSON.stringify(server.replay_epoch)},"open_requests":[]}`,
+    );
   }),
 };
