@@ -1,24 +1,9 @@
 // The public view of a child: an allow-list of fields, built fresh on every call, so private
 // state (owner, runner, inbox) cannot leak into a reply or an event by accident.
-import type { ChildStatus } from '../delegation/types.ts';
+import type { Snapshot } from '../contract/wire.ts';
 import type { ChildRecord } from './record.ts';
 
-export interface Snapshot {
-  readonly subagent_id: string;
-  readonly parent_id: string | null;
-  readonly depth: number;
-  readonly goal: string;
-  readonly delegation_id: string;
-  readonly model: string;
-  /** Unix seconds (float); null while queued. */
-  readonly started_at: number | null;
-  readonly status: ChildStatus;
-  readonly tool_count: number;
-  readonly last_tool: string;
-  readonly accepting_steer: boolean;
-  /** Only on finished children. */
-  readonly finished_at?: number;
-}
+export type { Snapshot };
 
 export function toSnapshot(r: ChildRecord): Snapshot {
   const snap: Snapshot = {

@@ -61,6 +61,23 @@ export const interruptResultSchema = z.strictObject({
   interrupted: z.array(id),
 });
 
+// ---- the types of these objects, inferred: the schemas above are their single source ----
+
+/** Deeply readonly: what the runtime hands out is never changed by the receiver. */
+export type Immutable<T> = T extends readonly (infer U)[] ? readonly Immutable<U>[] : T extends object ? { readonly [K in keyof T]: Immutable<T[K]> } : T;
+
+export type FinalStatus = z.output<typeof finalStatusSchema>;
+export type ChildStatus = z.output<typeof childStatusSchema>;
+/** The public view of a child (protocol section 5). */
+export type Snapshot = Immutable<z.output<typeof snapshotSchema>>;
+/** What the parent gets back for each child: exactly one, whatever happened. */
+export type CompletionEntry = Immutable<z.output<typeof completionEntrySchema>>;
+export type ToolTraceItem = CompletionEntry['tool_trace'][number];
+export type Tokens = CompletionEntry['tokens'];
+export type TailResult = Immutable<z.output<typeof tailResultSchema>>;
+export type WireSteerResult = Immutable<z.output<typeof steerResultSchema>>;
+export type InterruptResult = Readonly<z.output<typeof interruptResultSchema>>;
+
 const identity = {
   subagent_id: id,
   parent_id: id.nullable(),

@@ -6,7 +6,15 @@
 // held by long-running children holds at most about twice the live line, not every child it ever
 // cancelled (with its record, context and transcript).
 import PQueue from 'p-queue';
-import type { LiveChild } from './run-child.ts';
+
+/** What the queue needs of a child (the lifecycle in run-child.ts is one). */
+export interface QueuedChild {
+  /** The line it waits in, set when it is added. */
+  queue: ChildQueue | undefined;
+  readonly record: { readonly finished: boolean };
+  /** Starts the child; resolves when its slot may be given to the next one. Never rejects. */
+  holdSlot(): Promise<unknown>;
+}
 
 /** Below this many dead entries the line is never rebuilt (a rebuild copies the line). */
 const MIN_DEAD_TO_COMPACT = 64;
@@ -19,7 +27,7 @@ export class ChildQueue {
    * context and transcript) until 1,024 had started, so a session that ran a few children kept
    * them all after it closed.
    */
-  #line: Array<LiveChild | undefined> = [];
+  #line: Array<QueuedChild | undefined> = [];
   #head = 0;
   /** Entries in the line whose child already finished without starting. */
   #dead = 0;
@@ -33,7 +41,7 @@ export class ChildQueue {
     return this.#pq.size;
   }
 
-  add(live: LiveChild): void {
+  add(live: QueuedChild): void {
     this.#line.push(live);
     live.queue = this;
     void this.#pq.add(() => this.#start(live));
@@ -45,7 +53,7 @@ export class ChildQueue {
     if (this.#dead >= MIN_DEAD_TO_COMPACT && this.#dead * 2 > this.#line.length - this.#head) this.#compact();
   }
 
-  #start(live: LiveChild): Promise<unknown> {
+  #start(live: QueuedChild): Promise<unknown> {
     // FIFO: the child starting is the one at the head of the line.
     this.#line[this.#head++] = undefined;
     if (live.record.finished) this.#dead--;
@@ -58,7 +66,7 @@ export class ChildQueue {
 
   /** Drops every waiting entry and adds back, in order, the children still waiting. */
   #compact(): void {
-    const waiting = this.#line.slice(this.#head).filter((l): l is LiveChild => l !== undefined && !l.record.finished);
+    const waiting = this.#line.slice(this.#head).filter((l): l is QueuedChild => l !== undefined && !l.record.finished);
     // clear() removes only entries not yet started; the promises of the dropped ones never
     // settle, and nothing awaits them.
     this.#pq.clear();

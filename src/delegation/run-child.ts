@@ -6,7 +6,7 @@ import type { ChildRecord, StopListener } from '../child/record.ts';
 import { stopDescendants } from '../registry/registry.ts';
 import { buildCompletionEntry } from './completion.ts';
 import { ChildContext } from './child-context.ts';
-import type { ChildQueue } from './child-queue.ts';
+import type { ChildQueue, QueuedChild } from './child-queue.ts';
 import type { Core } from './core.ts';
 import type { CompletionEntry, FinalStatus, RunOutcome, Steer } from './types.ts';
 
@@ -20,7 +20,7 @@ type Settled =
  * child with the lifecycle as methods: per-child closures, promises and a race around the runner
  * were most of what a child cost beyond the runner itself (bench/cases/delegation.ts).
  */
-export class LiveChild implements StopListener {
+export class LiveChild implements StopListener, QueuedChild {
   readonly ctx: ChildContext;
   /** The line it waits in (set when it is added). */
   queue: ChildQueue | undefined;

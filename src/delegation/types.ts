@@ -1,16 +1,32 @@
-import type { InterruptResult, SteerResult } from '../registry/registry.ts';
-import type { Snapshot } from '../child/snapshot.ts';
+// The delegation vocabulary: task specs, the runner contract, steers and owners. The objects that
+// also travel on the wire (snapshots, completion entries, statuses, results) are the contract's,
+// inferred from its schemas; field names are the wire's (snake_case) in-process too.
+import {
+  finalStatusSchema,
+  type ChildStatus,
+  type CompletionEntry,
+  type FinalStatus,
+  type InterruptResult,
+  type Snapshot,
+  type Tokens,
+  type WireSteerResult,
+} from '../contract/wire.ts';
 
-// The delegation vocabulary: task specs, the runner contract, completion entries and statuses.
-// Field names are the wire's (snake_case): the same objects travel in-process and over RPC.
+export type { ChildStatus, CompletionEntry, FinalStatus, InterruptResult, Snapshot, TailResult, Tokens, ToolTraceItem } from '../contract/wire.ts';
 
-export const FINAL_STATUSES = ['completed', 'interrupted', 'failed', 'error', 'timeout'] as const;
-export type FinalStatus = (typeof FINAL_STATUSES)[number];
-export type ChildStatus = 'queued' | 'running' | FinalStatus;
+export const FINAL_STATUSES: readonly FinalStatus[] = finalStatusSchema.options;
 
 export function isFinalStatus(status: ChildStatus): status is FinalStatus {
   return (FINAL_STATUSES as readonly string[]).includes(status);
 }
+
+/** Why a steer was refused (in-process only: the wire answers `rejected` without a reason). */
+export type SteerRejection = 'not_found' | 'empty' | 'too_long' | 'not_accepting' | 'vetoed' | 'queue_full';
+
+/** A steer's answer: queued (not yet delivered) or rejected, with why in-process. */
+export type SteerResult =
+  | Extract<WireSteerResult, { status: 'queued' }>
+  | (Extract<WireSteerResult, { status: 'rejected' }> & { readonly reason: SteerRejection });
 
 /**
  * Who spawned a child, as the RPC layer binds it. Absent for in-process delegations, which are
@@ -39,32 +55,6 @@ export interface TaskSpec {
    * the runtime's runner kinds. Neither `runner` nor `agent`: the runtime's default runner.
    */
   readonly agent?: unknown;
-}
-
-export interface ToolTraceItem {
-  readonly tool: string;
-  readonly status: 'ok' | 'error' | 'running';
-}
-
-export interface Tokens {
-  readonly input: number;
-  readonly output: number;
-}
-
-/** What the parent gets back for each child: exactly one, whatever happened. */
-export interface CompletionEntry {
-  readonly task_index: number;
-  readonly subagent_id: string;
-  readonly status: FinalStatus;
-  readonly exit_reason: string;
-  readonly summary: string;
-  readonly error?: string;
-  readonly api_calls: number;
-  readonly duration_seconds: number;
-  readonly model: string;
-  readonly tokens: Tokens;
-  readonly tool_trace: readonly ToolTraceItem[];
-  readonly missed_steer?: string;
 }
 
 /** A child's view of its own spawn tree (its children and their descendants), and nothing else. */

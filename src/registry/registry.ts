@@ -2,7 +2,9 @@
 // a bounded set of recently finished children per owner so a late list or tail still finds them.
 // Scoped calls carry the caller's authority ({session_id, generation}) and treat a foreign,
 // retired or unknown child the same way: not found, revealing nothing.
-import type { Scope, Steer } from '../delegation/types.ts';
+import type { InterruptResult, Scope, Steer, SteerRejection, SteerResult, TailResult } from '../delegation/types.ts';
+
+export type { InterruptResult, SteerRejection, SteerResult, TailResult };
 import { isFinalStatus } from '../delegation/types.ts';
 import type { IdMaker } from '../ids.ts';
 import type { ChildRecord } from '../child/record.ts';
@@ -14,26 +16,6 @@ export const MAX_STEER_BYTES = 32768;
 /** Default bounds of one child's undelivered steers (queued or taken): count and UTF-8 bytes. */
 export const DEFAULT_MAX_QUEUED_STEERS = 64;
 export const DEFAULT_MAX_QUEUED_STEER_BYTES = 256 * 1024;
-
-export type SteerRejection = 'not_found' | 'empty' | 'too_long' | 'not_accepting' | 'vetoed' | 'queue_full';
-
-export type SteerResult =
-  | { readonly status: 'queued'; readonly subagent_id: string; readonly text: string; readonly steer_id: string }
-  | { readonly status: 'rejected'; readonly subagent_id: string; readonly text: string; readonly reason: SteerRejection };
-
-export interface InterruptResult {
-  readonly found: boolean;
-  readonly subagent_id: string;
-  readonly interrupted: string[];
-}
-
-export interface TailResult {
-  readonly subagent_id: string;
-  readonly available: boolean;
-  readonly text: string;
-  readonly truncated: boolean;
-  readonly offset: number;
-}
 
 export interface ListOptions {
   readonly include_finished?: boolean;

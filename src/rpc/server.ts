@@ -22,7 +22,7 @@ import { sessionMethods } from './methods/session.ts';
 import { parentMethods } from './methods/parent.ts';
 import { subagentMethods } from './methods/subagent.ts';
 import { ParentAgent } from '../agent/parent-agent.ts';
-import { PROTOCOL_VERSION } from '../contract/wire.ts';
+import { EVENT_TYPES, PROTOCOL_VERSION } from '../contract/wire.ts';
 import { DEFAULT_REPLAY_LIMITS } from './replay-ring.ts';
 import { SessionStore, type Session } from './sessions.ts';
 import type { Transport } from './transports/transport.ts';
@@ -155,7 +155,9 @@ export class RpcServer {
         this.#parents.delete(session_id);
       },
       methodNames: () => [...METHODS.keys()].sort(),
-      eventTypes: () => [...CATALOG.events],
+      // Derived from the event schemas (the contract), not read from catalog.json: a test holds
+      // the two equal, and both equal to what the server really emits.
+      eventTypes: () => [...EVENT_TYPES, 'gateway.ready'].sort(),
     };
     this.runtime.onOwnedEvent((event, owner) => {
       this.#logLifecycle(event, owner);
