@@ -9,6 +9,10 @@ export const ErrorCode = {
   SpawnPaused: 'spawn_paused',
   InvalidOptions: 'invalid_options',
   RuntimeClosed: 'runtime_closed',
+  /** A parent agent asked to run on a server started without a model. */
+  NoModel: 'no_model',
+  /** A parent agent asked for a turn while its last one still runs. */
+  TurnRunning: 'turn_running',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -13,11 +13,11 @@ import { buildCompletionEntry } from '../delegation/completion.ts';
 import { preview } from '../child/preview.ts';
 import type { Owner, Scope } from '../delegation/types.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
+import { sleep, type Clock } from '../clock.ts';
 import type { IdMaker } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import type { Snapshot } from '../child/snapshot.ts';
 import type { Runtime } from '../delegation/runtime.ts';
-import { RpcCode, RpcError } from '../rpc/errors.ts';
 
 const PARENT_PROMPT = [
   'You are the parent agent of this session. You can do work yourself with your tools, and you can',
@@ -31,6 +31,8 @@ export interface ParentAgentDeps {
   readonly config: OpenAIRunnerConfig | undefined;
   readonly ids: IdMaker;
   readonly logger: Logger;
+  /** The runtime's clock: a turn's duration and its retry waits (a test moves it by hand). */
+  readonly clock: Clock;
   /** The session's current binding (its generation changes on reset). */
   owner(): Owner;
   /** Sends a session event (numbered and routed like every other). */
@@ -64,8 +66,8 @@ export class ParentAgent {
   /** Starts one turn in the background. */
   submit(text: string): { status: 'started'; turn_id: string } {
     const config = this.#deps.config;
-    if (!config) throw new RpcError(RpcCode.NoModel, 'no model configured: start the server with --base-url and --model');
-    if (this.#turn) throw new RpcError(RpcCode.TurnRunning, 'a turn is already running: steer it with session.steer or stop it with session.interrupt');
+    if (!config) throw new SubrunError(ErrorCode.NoModel, 'no model configured: start the server with --base-url and --model');
+    if (this.#turn) throw new SubrunError(ErrorCode.TurnRunning, 'a turn is already running: steer it with session.steer or stop it with session.interrupt');
     const turn: Turn = { turn_id: `turn_${++this.#turns}`, abort: new AbortController(), inbox: new SteerInbox() };
     this.#turn = turn;
     void this.#run(turn, config, text).catch((err: unknown) => this.#deps.logger.error({ err }, 'parent turn failed'));
@@ -107,7 +109,8 @@ export class ParentAgent {
     const childRunner = openaiRunner({ ...config, system_prompt: undefined });
     const completions = new CompletionInbox();
     const tools = [...(config.tools ?? []), delegateTaskTool(this.#port(childRunner), completions)];
-    const started = Date.now();
+    const { clock } = this.#deps;
+    const started = clock.now();
     const r = await runAgentLoop(
       {
         endpoint: config.endpoint,
@@ -118,11 +121,7 @@ export class ParentAgent {
       },
       {
         signal: turn.abort.signal,
-        sleep: (ms) =>
-          new Promise((resolve) => {
-            const t = setTimeout(resolve, ms);
-            turn.abort.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-          }),
+        sleep: (ms) => sleep(clock, ms, turn.abort.signal),
         onText: (d) => emit('message.delta', { turn_id: turn.turn_id, text: d }),
         onReasoning: () => undefined,
         onToolStart: (name, args) => {
@@ -150,7 +149,7 @@ export class ParentAgent {
       error: r.error,
       api_calls: r.api_calls,
       tokens: r.tokens,
-      duration_seconds: (Date.now() - started) / 1000,
+      duration_seconds: (clock.now() - started) / 1000,
       model: config.endpoint.model,
       missed: missed.map((s) => s.text),
     });

@@ -79,6 +79,10 @@ export function toRpcError(err: unknown, log?: (err: unknown) => void): RpcError
         return invalidParams(err.issues.length > 0 ? err.issues : [{ path: '', message: err.message }]);
       case ErrorCode.RuntimeClosed:
         return new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
+      case ErrorCode.NoModel:
+        return new RpcError(RpcCode.NoModel, err.message);
+      case ErrorCode.TurnRunning:
+        return new RpcError(RpcCode.TurnRunning, err.message);
       default:
         break;
     }

@@ -140,6 +140,7 @@ export class RpcServer {
             config: options.openai,
             ids,
             logger: this.#logger,
+            clock: this.#clock,
             owner: () => {
               const s = this.sessions.get(session_id);
               return { session_id, transport: 'parent', generation: s?.generation ?? 0 };
