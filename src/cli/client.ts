@@ -1,15 +1,24 @@
 // The shell client: `subrun call METHOD [PARAMS_JSON]` prints a result as JSON; `subrun watch`
 // prints a session's events as they come. Both speak WebSocket to a running `subrun serve --ws`.
 import WebSocket from 'ws';
-import { parseFlags, UsageError, type FlagSpec } from './flags.ts';
+import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 
-const CLIENT_FLAGS: readonly FlagSpec[] = [
-  { flag: 'url', env: 'SUBRUN_URL', kind: 'string' },
-  { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string' },
-  { flag: 'session', env: 'SUBRUN_SESSION', kind: 'string' },
-  { flag: 'key', env: 'SUBRUN_SESSION_KEY', kind: 'string' },
-  { flag: 'timeout-ms', kind: 'int', min: 1 },
-];
+export const CLIENT_FLAGS = [
+  { flag: 'url', env: 'SUBRUN_URL', kind: 'string', arg: 'URL', help: 'the server (default ws://127.0.0.1:8787/)' },
+  { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string', arg: 'T', help: "the server's token" },
+  { flag: 'session', env: 'SUBRUN_SESSION', kind: 'string', arg: 'ID', help: 'attach to this session first (with --key)' },
+  { flag: 'key', env: 'SUBRUN_SESSION_KEY', kind: 'string', arg: 'KEY', help: 'the session_key from session.create' },
+  { flag: 'timeout-ms', kind: 'int', min: 1, help: 'how long call waits for its reply (default 30000)' },
+] as const satisfies readonly FlagSpec[];
+
+const CALL_USAGE = `usage: subrun call METHOD [PARAMS_JSON] [options]
+
+One JSON-RPC call to a running \`subrun serve --ws\`; prints the result as JSON (exit 0), or the
+error on stderr (exit 1). With --session, params without session_id get it.`;
+
+const WATCH_USAGE = `usage: subrun watch --session ID --key KEY [options]
+
+Prints a session's events as JSON lines until Ctrl-C.`;
 
 interface RpcReply {
   id?: unknown;
@@ -79,14 +88,14 @@ function formatError(e: NonNullable<RpcReply['error']>): string {
 
 async function connect(argv: readonly string[], onevent?: (params: unknown) => void) {
   const { values: v } = parseFlags(argv, CLIENT_FLAGS);
-  const url = (v.url as string | undefined) ?? 'ws://127.0.0.1:8787/';
+  const url = v.url ?? 'ws://127.0.0.1:8787/';
   // Checked before connecting: a usage error must not leave an open socket holding the process.
   if (v.session !== undefined && v.key === undefined) throw new UsageError('--session needs --key (the session_key from session.create)');
-  const client = await RpcClient.open(url, v.token as string | undefined);
+  const client = await RpcClient.open(url, v.token);
   // Set before attaching: events can arrive in the same read as the attach reply, and are
   // dispatched before the code after `await call(...)` runs.
   client.onevent = onevent;
-  const session = v.session as string | undefined;
+  const session = v.session;
   if (session !== undefined) {
     const r = await client.call('session.attach', { session_id: session, session_key: v.key });
     if (r.error) {
@@ -99,24 +108,31 @@ async function connect(argv: readonly string[], onevent?: (params: unknown) => v
 
 /** `subrun call METHOD [PARAMS_JSON]`: exit 0 with the result on stdout, 1 with the error on stderr. */
 export async function call(argv: readonly string[]): Promise<number> {
+  if (wantsHelp(argv)) {
+    process.stdout.write(helpText(CALL_USAGE, CLIENT_FLAGS));
+    return 0;
+  }
   const { values, positionals } = parseFlags(argv, CLIENT_FLAGS);
   const [method, paramsText, extra] = positionals;
   if (!method) throw new UsageError('call needs a METHOD, e.g. subrun call subagent.list \'{"session_id":"..."}\'');
   if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
   let params: Record<string, unknown> = {};
   if (paramsText !== undefined) {
+    let parsed: unknown;
     try {
-      params = JSON.parse(paramsText) as Record<string, unknown>;
+      parsed = JSON.parse(paramsText);
     } catch {
       throw new UsageError(`PARAMS_JSON is not valid JSON: ${paramsText.slice(0, 80)}`);
     }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('PARAMS_JSON must be a JSON object, e.g. \'{"session_id":"..."}\'');
+    params = parsed as Record<string, unknown>;
   }
   const { client, session } = await connect(argv);
   try {
-    if (session !== undefined && typeof params === 'object' && params !== null && !Array.isArray(params) && params.session_id === undefined) {
+    if (session !== undefined && params.session_id === undefined) {
       params = { ...params, session_id: session };
     }
-    const timeout = (values['timeout-ms'] as number | undefined) ?? 30_000;
+    const timeout = values['timeout-ms'] ?? 30_000;
     const reply = await Promise.race([
       client.call(method, params),
       new Promise<never>((_r, reject) => setTimeout(() => reject(new Error(`no reply within ${timeout} ms`)), timeout).unref()),
@@ -134,6 +150,10 @@ export async function call(argv: readonly string[]): Promise<number> {
 
 /** `subrun watch --session S --key K`: one JSON event per line until interrupted. */
 export async function watch(argv: readonly string[]): Promise<number> {
+  if (wantsHelp(argv)) {
+    process.stdout.write(helpText(WATCH_USAGE, CLIENT_FLAGS));
+    return 0;
+  }
   const { values } = parseFlags(argv, CLIENT_FLAGS);
   if (values.session === undefined) throw new UsageError('watch needs --session and --key');
   const { client } = await connect(argv, (params) => {

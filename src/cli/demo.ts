@@ -3,7 +3,7 @@
 // tool count; the demo steers one child that takes the steer, steers one that finishes before it
 // can (its entry comes back with missed_steer), interrupts one subtree, and prints every entry.
 // No network, no keys; the scripted runner is deterministic, so the outcome is the same each run.
-import { parseFlags, UsageError } from './flags.ts';
+import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiRunner, type OpenAIRunnerConfig } from '../agent/runner.ts';
 import type { CompletionEntry } from '../delegation/types.ts';
 import { createRuntime } from '../index.ts';
@@ -16,9 +16,21 @@ export interface DemoOptions {
   readonly out?: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
+export const DEMO_FLAGS = [{ flag: 'fast', kind: 'bool', help: 'shorter pauses; the same story' }, ...MODEL_FLAGS] as const satisfies readonly FlagSpec[];
+
+const DEMO_USAGE = `usage: subrun demo [--fast] [--base-url URL --model M [--api-key K]]
+
+A parent delegates three children (one spawns a grandchild); the demo steers one that takes the
+steer, steers one that finishes before it can (missed_steer), interrupts a subtree and prints every
+completion entry. On the built-in scripted runner unless given a model.`;
+
 /** `subrun demo [--fast] [--base-url URL --model M ...]`: scripted by default, on a model if given one. */
 export async function demoCommand(argv: readonly string[]): Promise<number> {
-  const { values, positionals, sources } = parseFlags(argv, [{ flag: 'fast', kind: 'bool' }, ...MODEL_FLAGS]);
+  if (wantsHelp(argv)) {
+    process.stdout.write(helpText(DEMO_USAGE, DEMO_FLAGS));
+    return 0;
+  }
+  const { values, positionals, sources } = parseFlags(argv, DEMO_FLAGS);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const config = modelConfig(values, sources);
   return config ? runModelDemo(config) : runDemo({ fast: values.fast === true });

@@ -5,24 +5,50 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+export type FlagKind = 'int' | 'string' | 'bool' | 'list';
+
 export interface FlagSpec {
   readonly flag: string;
   /** Environment twin(s); the first one set wins (later ones are fallbacks, e.g. OPENAI_API_KEY). */
   readonly env?: string | readonly string[];
-  readonly kind: 'int' | 'string' | 'bool' | 'list';
+  readonly kind: FlagKind;
   /** Inclusive bounds for ints. */
   readonly min?: number;
   readonly max?: number;
+  /** One line for --help: what it does and its default. */
+  readonly help: string;
+  /** The value's name in --help (`--port N`); by kind when omitted. */
+  readonly arg?: string;
 }
 
-export type FlagValues = Record<string, number | string | boolean | string[] | undefined>;
+type ValueOf<K extends FlagKind> = K extends 'int' ? number : K extends 'bool' ? boolean : K extends 'list' ? string[] : string;
+
+/** The parsed values of `S`, typed by each flag's kind (absent when neither flag nor twin was given). */
+export type FlagValues<S extends readonly FlagSpec[]> = { readonly [F in S[number] as F['flag']]?: ValueOf<F['kind']> };
+
+/** True when argv asks for help (`--help` or `-h` anywhere). */
+export function wantsHelp(argv: readonly string[]): boolean {
+  return argv.includes('--help') || argv.includes('-h');
+}
+
+/** The --help text of a command: its usage lines, then one line per option with its twin. */
+export function helpText(usage: string, specs: readonly FlagSpec[]): string {
+  const rows = specs.map((s) => {
+    const arg = s.kind === 'bool' ? '' : ` ${s.arg ?? (s.kind === 'int' ? 'N' : s.kind === 'list' ? 'A[,B]' : 'S')}`;
+    const env = s.env === undefined ? '' : ` (${typeof s.env === 'string' ? s.env : s.env.join(', then ')})`;
+    return [`--${s.flag}${arg}`, `${s.help}${env}`] as const;
+  });
+  const width = Math.min(32, Math.max(...rows.map(([f]) => f.length)) + 2);
+  const lines = rows.map(([f, h]) => (f.length + 2 > width ? `  ${f}\n  ${' '.repeat(width)}${h}` : `  ${f.padEnd(width)}${h}`));
+  return `${usage.trimEnd()}\n\noptions (environment twin in parentheses; a flag wins over its twin):\n${lines.join('\n')}\n  --help${' '.repeat(Math.max(2, width - 6))}this text\n`;
+}
 
 /** Parses `argv` against `specs`; returns values keyed by flag name (without dashes) and positionals. */
-export function parseFlags(
+export function parseFlags<const S extends readonly FlagSpec[]>(
   argv: readonly string[],
-  specs: readonly FlagSpec[],
+  specs: S,
   env: NodeJS.ProcessEnv = process.env,
-): { values: FlagValues; positionals: string[]; sources: Record<string, string> } {
+): { values: FlagValues<S>; positionals: string[]; sources: Record<string, string> } {
   const byFlag = new Map(specs.map((s) => [s.flag, s]));
   const raw = new Map<string, string[]>();
   const positionals: string[] = [];
@@ -47,7 +73,7 @@ export function parseFlags(
     }
     raw.set(name, [...(raw.get(name) ?? []), value]);
   }
-  const values: FlagValues = {};
+  const values: Record<string, number | string | boolean | string[]> = {};
   /** Where each value came from: `--flag` or the environment variable's name. */
   const sources: Record<string, string> = {};
   for (const spec of specs) {
@@ -61,7 +87,8 @@ export function parseFlags(
     values[spec.flag] = convert(spec, texts, source ?? spec.flag);
     sources[spec.flag] = source ?? spec.flag;
   }
-  return { values, positionals, sources };
+  // Each value was converted by its spec's kind, which is what FlagValues<S> says of it.
+  return { values: values as FlagValues<S>, positionals, sources };
 }
 
 function convert(spec: FlagSpec, texts: string[], source: string): number | string | boolean | string[] {

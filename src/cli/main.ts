@@ -9,14 +9,13 @@ const USAGE = `usage: subrun <command> [options]
 
 commands:
   demo                         the scripted demo: three children, a grandchild, steering, an interrupt
-                               (--base-url URL --model M [--api-key K]: the same on a real model)
-  serve --stdio | --ws         the JSON-RPC server (see docs/protocol.md for every option)
+  serve --stdio | --ws         the server for hosts: JSON-RPC over stdio or WebSocket
   call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
-  watch                        print a session's events as they come
+  watch --session ID --key K   print a session's events as they come
   --version                    print the version
+  --help                       this text
 
-client options (call, watch): --url URL (SUBRUN_URL, default ws://127.0.0.1:8787/),
-  --token T (SUBRUN_TOKEN), --session ID --key KEY (attach to a session first)
+\`subrun <command> --help\` lists a command's options and their environment twins.
 `;
 
 export async function main(argv: readonly string[]): Promise<number> {

@@ -6,7 +6,7 @@
 // its completion, close every connection behind what it was sent, then give the peers
 // --shutdown-grace-ms to read it all before whatever is left is cut and the process exits.
 import { randomBytes } from 'node:crypto';
-import { parseFlags, UsageError, type FlagSpec } from './flags.ts';
+import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiRunner } from '../agent/runner.ts';
 import { createLogger } from '../log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
@@ -15,45 +15,55 @@ import { RpcServer } from '../rpc/server.ts';
 import { stdioTransport, type StdioTransport } from '../rpc/transports/stdio.ts';
 import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/transports/ws.ts';
 
-export const SERVE_FLAGS: readonly FlagSpec[] = [
-  { flag: 'stdio', kind: 'bool' },
-  { flag: 'ws', kind: 'bool' },
-  { flag: 'host', env: 'SUBRUN_HOST', kind: 'string' },
-  { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535 },
-  { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string' },
-  { flag: 'allow-origin', env: 'SUBRUN_ALLOW_ORIGIN', kind: 'list' },
-  { flag: 'max-concurrent-children', env: 'SUBRUN_MAX_CONCURRENT_CHILDREN', kind: 'int', min: 1, max: 1024 },
-  { flag: 'max-spawn-depth', env: 'SUBRUN_MAX_SPAWN_DEPTH', kind: 'int', min: 1, max: 64 },
-  { flag: 'max-message-bytes', env: 'SUBRUN_MAX_MESSAGE_BYTES', kind: 'int', min: 1024, max: 256 * 1024 * 1024 },
-  { flag: 'max-batch', env: 'SUBRUN_MAX_BATCH', kind: 'int', min: 1, max: MAX_MAX_BATCH },
-  { flag: 'max-reply-bytes', env: 'SUBRUN_MAX_REPLY_BYTES', kind: 'int', min: 1024, max: MAX_MAX_REPLY_BYTES },
-  { flag: 'park-ttl-ms', env: 'SUBRUN_PARK_TTL_MS', kind: 'int', min: 0 },
-  { flag: 'replay-events', env: 'SUBRUN_REPLAY_EVENTS', kind: 'int', min: 0, max: 100_000 },
-  { flag: 'replay-bytes', env: 'SUBRUN_REPLAY_BYTES', kind: 'int', min: 0, max: 256 * 1024 * 1024 },
-  { flag: 'interrupt-grace-ms', env: 'SUBRUN_INTERRUPT_GRACE_MS', kind: 'int', min: 0 },
+export const SERVE_FLAGS = [
+  { flag: 'stdio', kind: 'bool', help: 'serve one host over stdin/stdout (exactly one of --stdio, --ws)' },
+  { flag: 'ws', kind: 'bool', help: 'serve WebSocket hosts on --host:--port' },
+  { flag: 'host', env: 'SUBRUN_HOST', kind: 'string', arg: 'H', help: 'WebSocket bind address (default 127.0.0.1)' },
+  { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535, help: 'WebSocket port, 0 for any free one (default 8787)' },
+  { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string', arg: 'T', help: 'the token every WebSocket upgrade must carry (default: made up, printed to stderr)' },
+  { flag: 'allow-origin', env: 'SUBRUN_ALLOW_ORIGIN', kind: 'list', arg: 'O[,O]', help: "more allowed browser origins (default: the server's own)" },
+  { flag: 'max-concurrent-children', env: 'SUBRUN_MAX_CONCURRENT_CHILDREN', kind: 'int', min: 1, max: 1024, help: 'children one parent runs at once, and the largest batch (default 3)' },
+  { flag: 'max-spawn-depth', env: 'SUBRUN_MAX_SPAWN_DEPTH', kind: 'int', min: 1, max: 64, help: 'levels of children below a session (default 1)' },
+  { flag: 'max-message-bytes', env: 'SUBRUN_MAX_MESSAGE_BYTES', kind: 'int', min: 1024, max: 256 * 1024 * 1024, help: 'largest stdio line / WebSocket frame (default 1048576)' },
+  { flag: 'max-batch', env: 'SUBRUN_MAX_BATCH', kind: 'int', min: 1, max: MAX_MAX_BATCH, help: 'most elements one batch may have (default 1000)' },
+  { flag: 'max-reply-bytes', env: 'SUBRUN_MAX_REPLY_BYTES', kind: 'int', min: 1024, max: MAX_MAX_REPLY_BYTES, help: "bytes one message's replies may take (default 33554432)" },
+  { flag: 'park-ttl-ms', env: 'SUBRUN_PARK_TTL_MS', kind: 'int', min: 0, help: 'how long a session with no transport attached lives (default 900000)' },
+  { flag: 'replay-events', env: 'SUBRUN_REPLAY_EVENTS', kind: 'int', min: 0, max: 100_000, help: "events each session's replay ring keeps (default 1000)" },
+  { flag: 'replay-bytes', env: 'SUBRUN_REPLAY_BYTES', kind: 'int', min: 0, max: 256 * 1024 * 1024, help: "bytes each session's replay ring keeps (default 1048576)" },
+  { flag: 'interrupt-grace-ms', env: 'SUBRUN_INTERRUPT_GRACE_MS', kind: 'int', min: 0, help: 'how long a stopped runner may take before it is abandoned (default 10000)' },
   // A setInterval over 2^31-1 ms would fire every millisecond.
-  { flag: 'heartbeat-ms', env: 'SUBRUN_HEARTBEAT_MS', kind: 'int', min: 100, max: 2_147_483_647 },
-  { flag: 'max-outbound-bytes', env: 'SUBRUN_MAX_OUTBOUND_BYTES', kind: 'int', min: 1024 },
-  { flag: 'max-queued-steers', env: 'SUBRUN_MAX_QUEUED_STEERS', kind: 'int', min: 1, max: 100_000 },
-  { flag: 'max-queued-steer-bytes', env: 'SUBRUN_MAX_QUEUED_STEER_BYTES', kind: 'int', min: 32768, max: 1024 * 1024 * 1024 },
-  { flag: 'retain-finished', env: 'SUBRUN_RETAIN_FINISHED', kind: 'int', min: 0, max: 100_000 },
+  { flag: 'heartbeat-ms', env: 'SUBRUN_HEARTBEAT_MS', kind: 'int', min: 100, max: 2_147_483_647, help: 'WebSocket ping interval; a silent peer is dropped (default 30000)' },
+  { flag: 'max-outbound-bytes', env: 'SUBRUN_MAX_OUTBOUND_BYTES', kind: 'int', min: 1024, help: 'unsent bytes a WebSocket peer may have queued before it is dropped (default 8388608)' },
+  { flag: 'max-queued-steers', env: 'SUBRUN_MAX_QUEUED_STEERS', kind: 'int', min: 1, max: 100_000, help: 'undelivered steers one child may hold (default 64)' },
+  { flag: 'max-queued-steer-bytes', env: 'SUBRUN_MAX_QUEUED_STEER_BYTES', kind: 'int', min: 32768, max: 1024 * 1024 * 1024, help: 'the same bound in UTF-8 bytes (default 262144)' },
+  { flag: 'retain-finished', env: 'SUBRUN_RETAIN_FINISHED', kind: 'int', min: 0, max: 100_000, help: 'finished children kept per session for list and tail (default 100)' },
   // setTimeout's limit: a longer deadline would fire at once.
-  { flag: 'shutdown-grace-ms', env: 'SUBRUN_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 2_147_483_647 },
-  { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string' },
-  { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string' },
+  { flag: 'shutdown-grace-ms', env: 'SUBRUN_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 2_147_483_647, help: 'on shutdown, how long peers have to read their completions before they are cut (default 5000)' },
+  { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string', arg: 'L', help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)' },
+  { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string', arg: 'R', help: 'runner of tasks without an agent: scripted or openai (default scripted)' },
   ...MODEL_FLAGS,
-];
+] as const satisfies readonly FlagSpec[];
+
+const SERVE_USAGE = `usage: subrun serve --stdio | --ws [options]
+
+The JSON-RPC server for hosts (docs/protocol.md). --stdio serves one host over this process's
+stdin and stdout; --ws serves any number of hosts on ws://HOST:PORT/ with a token.`;
+
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export async function serve(argv: readonly string[]): Promise<number> {
+  if (wantsHelp(argv)) {
+    process.stdout.write(helpText(SERVE_USAGE, SERVE_FLAGS));
+    return 0;
+  }
   const { values: v, positionals, sources } = parseFlags(argv, SERVE_FLAGS);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   if (Boolean(v.stdio) === Boolean(v.ws)) throw new UsageError('serve needs exactly one of --stdio or --ws');
-  const level = (v['log-level'] as string | undefined) ?? 'warn';
+  const level = v['log-level'] ?? 'warn';
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   const openai = modelConfig(v, sources);
-  const defaultRunner = (v['default-runner'] as string | undefined) ?? 'scripted';
+  const defaultRunner = v['default-runner'] ?? 'scripted';
   if (defaultRunner !== 'scripted' && defaultRunner !== 'openai') {
     throw new UsageError(`--default-runner must be scripted or openai, got ${JSON.stringify(defaultRunner)}`);
   }
@@ -61,26 +71,26 @@ export async function serve(argv: readonly string[]): Promise<number> {
 
   const logger = createLogger(level);
   const server = new RpcServer({
-    max_concurrent_children: v['max-concurrent-children'] as number | undefined,
-    max_spawn_depth: v['max-spawn-depth'] as number | undefined,
-    max_message_bytes: v['max-message-bytes'] as number | undefined,
-    max_batch: v['max-batch'] as number | undefined,
-    max_reply_bytes: v['max-reply-bytes'] as number | undefined,
-    park_ttl_ms: v['park-ttl-ms'] as number | undefined,
-    replay_events: v['replay-events'] as number | undefined,
-    replay_bytes: v['replay-bytes'] as number | undefined,
+    max_concurrent_children: v['max-concurrent-children'],
+    max_spawn_depth: v['max-spawn-depth'],
+    max_message_bytes: v['max-message-bytes'],
+    max_batch: v['max-batch'],
+    max_reply_bytes: v['max-reply-bytes'],
+    park_ttl_ms: v['park-ttl-ms'],
+    replay_events: v['replay-events'],
+    replay_bytes: v['replay-bytes'],
     runtime: {
-      interrupt_grace_ms: v['interrupt-grace-ms'] as number | undefined,
-      max_queued_steers: v['max-queued-steers'] as number | undefined,
-      max_queued_steer_bytes: v['max-queued-steer-bytes'] as number | undefined,
-      retain_finished: v['retain-finished'] as number | undefined,
+      interrupt_grace_ms: v['interrupt-grace-ms'],
+      max_queued_steers: v['max-queued-steers'],
+      max_queued_steer_bytes: v['max-queued-steer-bytes'],
+      retain_finished: v['retain-finished'],
     },
     openai,
     default_runner: defaultRunner === 'openai' && openai ? openaiRunner(openai) : undefined,
     logger,
   });
 
-  const grace = (v['shutdown-grace-ms'] as number | undefined) ?? 5_000;
+  const grace = v['shutdown-grace-ms'] ?? 5_000;
   let listener: WsListener | undefined;
   let stdio: StdioTransport | undefined;
   let stopping: Promise<void> | undefined;
@@ -121,23 +131,23 @@ export async function serve(argv: readonly string[]): Promise<number> {
 
   if (v.ws) {
     const generated = v.token === undefined;
-    const token = (v.token as string | undefined) ?? randomBytes(24).toString('base64url');
+    const token = v.token ?? randomBytes(24).toString('base64url');
     listener = await listenWs(
       {
-        host: (v.host as string | undefined) ?? '127.0.0.1',
-        port: (v.port as number | undefined) ?? 8787,
+        host: v.host ?? '127.0.0.1',
+        port: v.port ?? 8787,
         token,
-        allow_origins: (v['allow-origin'] as string[] | undefined) ?? [],
+        allow_origins: v['allow-origin'] ?? [],
         max_message_bytes: server.limits.max_message_bytes,
-        heartbeat_ms: v['heartbeat-ms'] as number | undefined,
-        max_outbound_bytes: v['max-outbound-bytes'] as number | undefined,
+        heartbeat_ms: v['heartbeat-ms'],
+        max_outbound_bytes: v['max-outbound-bytes'],
         shutdown_grace_ms: grace,
         logger,
       },
       (t) => server.connect(t),
     );
     process.stderr.write(`subrun listening on ${listener.url}\n`);
-    const host = (v.host as string | undefined) ?? '127.0.0.1';
+    const host = v.host ?? '127.0.0.1';
     if (!isLoopback(host)) {
       process.stderr.write(`subrun: warning: listening on ${host}, not loopback: any host that can reach it may try the token\n`);
     }

@@ -6,6 +6,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT_FLAGS } from '../../src/cli/client.ts';
+import { DEMO_FLAGS } from '../../src/cli/demo.ts';
+import type { FlagSpec } from '../../src/cli/flags.ts';
+import { SERVE_FLAGS } from '../../src/cli/serve.ts';
 import { call, killAll, runSubrun, spawnSubrun, startStdio, startWsServer, type Proc, type WsServer } from '../helpers/process.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -86,6 +90,41 @@ describe('subrun serve: flags and their environment twins', () => {
     expect(good.code, good.stderr).toBe(0);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('HTTP 401');
+  });
+});
+
+describe('--help', () => {
+  const commands: Array<[string, readonly FlagSpec[]]> = [
+    ['serve', SERVE_FLAGS],
+    ['demo', DEMO_FLAGS],
+    ['call', CLIENT_FLAGS],
+    ['watch', CLIENT_FLAGS],
+  ];
+
+  it.each(commands)('subrun %s --help lists every option with its environment twins, and exits 0', async (command, flags) => {
+    const r = await runSubrun([command, '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^usage: subrun ${command}`));
+    const lines = r.stdout.split('\n');
+    for (const f of flags) {
+      const line = lines.findIndex((l) => l.trimStart().startsWith(`--${f.flag}`));
+      expect(line, `--${f.flag}`).toBeGreaterThanOrEqual(0);
+      // The help may wrap onto the next line when the flag is long.
+      const text = `${lines[line]} ${lines[line + 1] ?? ''}`;
+      for (const env of f.env === undefined ? [] : typeof f.env === 'string' ? [f.env] : f.env) expect(text, `--${f.flag}`).toContain(env);
+    }
+  });
+
+  it('subrun --help lists every command and says how to get their options', async () => {
+    const r = await runSubrun(['--help']);
+    expect(r.code).toBe(0);
+    for (const command of ['demo', 'serve', 'call', 'watch']) expect(r.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    expect(r.stdout).toContain('subrun <command> --help');
+  });
+
+  it('help wins over everything else on the line: no server starts, no option is checked', async () => {
+    const r = await runSubrun(['serve', '--stdio', '--port', 'not-a-number', '--help']);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
   });
 });
 
