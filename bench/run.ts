@@ -9,7 +9,7 @@
 //
 // Benchmarks are not tests: the exit code is 0 whether or not the goals are met, and non-zero only
 // when a case could not run.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -41,8 +41,13 @@ export interface Results {
 /** Per-case wall-clock bound; a case past it is killed and reported as an error row. */
 const CASE_BOUND_MS: Record<Mode, number> = { full: 8 * 60_000, quick: 3 * 60_000, tiny: 60_000 };
 
+/** Compiles src/ and bench/ to .bench-build/ (incremental): the cases run the compiled code. */
+function buildBench(): void {
+  execFileSync(process.execPath, [resolve(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.bench.json'], { cwd: ROOT, stdio: 'inherit' });
+}
+
 function runCase(name: string, mode: Mode, log: (m: string) => void): Promise<Row[]> {
-  const args = ['--expose-gc', '--max-old-space-size=16384', '--import', 'tsx', resolve(HERE, 'case-main.ts'), name];
+  const args = ['--expose-gc', '--max-old-space-size=16384', resolve(ROOT, '.bench-build', 'bench', 'case-main.js'), name];
   if (mode !== 'full') args.push(`--${mode}`);
   return new Promise((resolveRows) => {
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -76,6 +81,7 @@ export async function runBench(opts: RunOptions): Promise<Results> {
     if (!c) throw new Error(`unknown case ${JSON.stringify(n)}; known: ${CASES.map((x) => x.name).join(', ')}`);
     return c;
   });
+  buildBench();
   const started = new Date();
   const load0 = loadavg()[0] as number;
   const rows: Row[] = [];

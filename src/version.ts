@@ -1,7 +1,18 @@
-// The package's name and version, read once from package.json.
-import { createRequire } from 'node:module';
+// The package's name and version, read once from its package.json: the first one above this
+// module (one level up from src/ and dist/; two from the benchmarks' compiled copy).
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const pkg = createRequire(import.meta.url)('../package.json') as { name: string; version: string };
+function packageJson(): { name: string; version: string } {
+  for (let dir = dirname(dirname(fileURLToPath(import.meta.url))); ; dir = dirname(dir)) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as { name: string; version: string };
+    if (dirname(dir) === dir) return { name: 'subrun', version: '0.0.0' };
+  }
+}
+
+const pkg = packageJson();
 
 export const SERVER_NAME: string = pkg.name;
 export const VERSION: string = pkg.version;

@@ -3,12 +3,21 @@
 // fixed number in flight, and sequential round trips), each bounded in count and in time.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { percentile } from './stats.ts';
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The project's root: the first directory up from here with package.json (the cases also run compiled, from .bench-build/). */
+export const ROOT = findRoot(fileURLToPath(new URL('.', import.meta.url)));
+
+function findRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
+  }
+}
 
 /** Sends one request (already framed by the client) and resolves with the parsed reply. */
 export type Call = (method: string, params: Record<string, unknown>) => Promise<unknown>;
