@@ -48,24 +48,21 @@ export class ChildRecord {
   readonly context: string | undefined;
   readonly runner: Runner;
   readonly model: string;
-  /**
-   * The registry's own links (its per-owner list and the runner's steer veto); nothing else
-   * reads or writes them.
-   */
-  ownerSlot: object | undefined;
-  ownerPrev: ChildRecord | undefined;
-  ownerNext: ChildRecord | undefined;
-  steerHook: ((steer: Steer) => void) | undefined;
   /** Private: authority binding. Never copied into a snapshot, entry or event. */
   readonly owner: Owner | undefined;
   readonly parent: ChildRecord | null;
   readonly timeout_ms: number | undefined;
 
-  status: ChildStatus = 'queued';
-  started_at: number | null = null;
-  finished_at: number | null = null;
-  tool_count = 0;
-  last_tool = '';
+  // The lifecycle's state: read through getters, changed only by the intent methods below
+  // (start, said, toolStarted / toolFinished, finish, settle), so one place says what each
+  // step of a child does to its record.
+  #status: ChildStatus = 'queued';
+  #startedAt: number | null = null;
+  #finishedAt: number | null = null;
+  #toolCount = 0;
+  #lastTool = '';
+  /** The runner's steer veto (its onSteer), called as a steer is queued; gone once settled. */
+  #steerVeto: ((steer: Steer) => void) | undefined;
   #lastText = '';
   /**
    * Where the open streamed text block begins in the transcript (an absolute offset), or null
@@ -83,23 +80,87 @@ export class ChildRecord {
     return this.#textFrom === null ? this.#lastText : this.transcript.read(this.#textFrom).text;
   }
 
-  set last_text(text: string) {
-    this.#lastText = text;
-    this.#textFrom = null;
+  get status(): ChildStatus {
+    return this.#status;
   }
-  #toolTrace: ToolTraceItem[] | undefined;
+
+  /** Epoch milliseconds; null while queued. */
+  get started_at(): number | null {
+    return this.#startedAt;
+  }
+
+  /** Epoch milliseconds; null until the entry is out. */
+  get finished_at(): number | null {
+    return this.#finishedAt;
+  }
+
+  get tool_count(): number {
+    return this.#toolCount;
+  }
+
+  get last_tool(): string {
+    return this.#lastTool;
+  }
+
+  get steerVeto(): ((steer: Steer) => void) | undefined {
+    return this.#steerVeto;
+  }
+
+  #toolTrace: Array<{ tool: string; status: ToolTraceItem['status'] }> | undefined;
   /** Tools the child ran, in order (made on the first one). */
   get tool_trace(): readonly ToolTraceItem[] {
     return this.#toolTrace ?? NO_TOOLS;
   }
-  addTool(item: ToolTraceItem): void {
-    (this.#toolTrace ??= []).push(item);
+
+  /** The runner's steer veto, set once by the lifecycle when the child is registered. */
+  setSteerVeto(veto: ((steer: Steer) => void) | undefined): void {
+    this.#steerVeto = veto;
+  }
+
+  /** Queued -> running, at `now` (epoch ms). */
+  start(now: number): void {
+    this.#status = 'running';
+    this.#startedAt = now;
+    this.appendLine(`[start] ${this.goal}`);
+  }
+
+  /** A whole line of text the child said: its last said text, and a transcript line. */
+  said(text: string): void {
+    this.#lastText = text;
+    this.#textFrom = null;
+    this.appendLine(`[text] ${text}`);
+  }
+
+  /** A tool call began (`shown` is its arguments' preview); returns its place in the trace. */
+  toolStarted(name: string, shown: string): number {
+    this.#toolCount += 1;
+    this.#lastTool = name;
+    this.appendLine(`[tool] ${name}${shown ? ` ${shown}` : ''}`);
+    return (this.#toolTrace ??= []).push({ tool: name, status: 'running' }) - 1;
+  }
+
+  /** The tool call at `index` ended (`shown` is its result's preview). */
+  toolFinished(index: number, ok: boolean, shown: string): void {
+    const item = this.#toolTrace?.[index];
+    if (item) item.status = ok ? 'ok' : 'error';
+    this.appendLine(`[result] ${ok ? '' : 'error: '}${shown}`);
+  }
+
+  /** The entry is decided: the final status, at `now`, and the transcript's last line. */
+  finish(entry: CompletionEntry, now: number): void {
+    this.#status = entry.status;
+    this.#finishedAt = now;
+    this.appendLine(`[${entry.status}] ${entry.status === 'completed' ? entry.summary : (entry.error ?? '')}`);
   }
   readonly inbox = new SteerInbox();
   readonly transcript = new Transcript();
   /** Made on first use: a runner that never looks at its signal costs no controller. */
   #abort: AbortController | undefined;
-  stopReason: StopReason | undefined;
+  #stopReason: StopReason | undefined;
+  /** Why the child was stopped (once; undefined if it never was). */
+  get stopReason(): StopReason | undefined {
+    return this.#stopReason;
+  }
   /**
    * The runtime's own reactions to a stop. Plain callbacks, not 'abort' listeners: on Node 20 an
    * addEventListener on an AbortSignal costs about 8 µs, and a child took three of them
@@ -119,7 +180,11 @@ export class ChildRecord {
   removeLiveChild(child: ChildRecord): void {
     this.#liveChildren?.delete(child);
   }
-  entry: CompletionEntry | undefined;
+  #entry: CompletionEntry | undefined;
+  /** Its completion entry, once settled. */
+  get entry(): CompletionEntry | undefined {
+    return this.#entry;
+  }
   /** Made on first use (see `done`). */
   #done: Promise<CompletionEntry> | undefined;
   #resolveDone: ((entry: CompletionEntry) => void) | undefined;
@@ -244,7 +309,7 @@ export class ChildRecord {
    */
   stop(reason: StopReason): boolean {
     if (this.stopReason !== undefined || this.entry !== undefined || !this.inbox.accepting) return false;
-    this.stopReason = reason;
+    this.#stopReason = reason;
     this.#lifecycle?.childStopped();
     const hooks = this.#stopHooks;
     this.#stopHooks = undefined;
@@ -284,13 +349,14 @@ export class ChildRecord {
   }
 
   settle(entry: CompletionEntry): void {
-    this.entry = entry;
+    this.#entry = entry;
     this.#resolveDone?.(entry);
     this.#resolveDone = undefined;
     this.#batch?.childSettled(this, entry);
     // A retained record keeps neither its lifecycle (context, timers) nor its siblings' entries.
     this.#batch = undefined;
     this.#lifecycle = undefined;
+    this.#steerVeto = undefined;
   }
 }
 

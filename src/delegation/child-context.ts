@@ -100,20 +100,15 @@ export class ChildContext implements RunnerContext {
 
   text(text: string): void {
     if (!this.#open) return;
-    this.#record.last_text = text;
-    this.#record.appendLine(`[text] ${text}`);
+    this.#record.said(text);
     this.#emit('subagent.text', { text });
   }
 
   startTool(name: string, args?: unknown): ToolCall {
     if (!this.#open) return { finish() {} };
     const record = this.#record;
-    record.tool_count += 1;
-    record.last_tool = name;
-    const item: { tool: string; status: 'ok' | 'error' | 'running' } = { tool: name, status: 'running' };
-    record.addTool(item);
     const shown = preview(args);
-    record.appendLine(`[tool] ${name}${shown ? ` ${shown}` : ''}`);
+    const index = record.toolStarted(name, shown);
     this.#emit('subagent.tool', { tool_name: name, preview: shown, tool_count: record.tool_count });
     let ended = false;
     const isOpen = () => this.#open;
@@ -121,8 +116,7 @@ export class ChildContext implements RunnerContext {
       finish(result, ok = true) {
         if (ended || !isOpen()) return;
         ended = true;
-        item.status = ok ? 'ok' : 'error';
-        record.appendLine(`[result] ${ok ? '' : 'error: '}${preview(result ?? '')}`);
+        record.toolFinished(index, ok, preview(result ?? ''));
       },
     };
   }

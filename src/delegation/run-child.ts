@@ -34,7 +34,8 @@ export class LiveChild implements StopListener, QueuedChild {
   ) {
     const ctx = (this.ctx = new ChildContext(core, record));
     const hook = record.runner.onSteer;
-    core.registry.add(record, hook ? (steer) => hook.call(record.runner, steer, ctx) : undefined);
+    record.setSteerVeto(hook ? (steer) => hook.call(record.runner, steer, ctx) : undefined);
+    core.registry.add(record);
     record.parent?.addLiveChild(record);
     record.setLifecycle(this);
   }
@@ -54,9 +55,7 @@ export class LiveChild implements StopListener, QueuedChild {
     const { core, record } = this;
     try {
       if (record.finished || record.status !== 'queued') return;
-      record.status = 'running';
-      record.started_at = core.clock.now();
-      record.appendLine(`[start] ${record.goal}`);
+      record.start(core.clock.now());
       core.emitAbout('subagent.start', record);
       if (record.timeout_ms !== undefined) this.#timeout = core.clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
 
@@ -201,9 +200,7 @@ function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: 
 }
 
 function publishEntry(core: Core, record: ChildRecord, entry: CompletionEntry): void {
-  record.status = entry.status;
-  record.finished_at = core.clock.now();
-  record.appendLine(`[${entry.status}] ${entry.status === 'completed' ? entry.summary : (entry.error ?? '')}`);
+  record.finish(entry, core.clock.now());
   record.parent?.removeLiveChild(record);
   core.registry.retire(record);
   core.releaseQueue(record.subagent_id);

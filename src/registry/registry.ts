@@ -48,13 +48,12 @@ export class Registry {
     return this.#live.size;
   }
 
-  add(record: ChildRecord, steerHook?: SteerHook): void {
+  add(record: ChildRecord): void {
     this.#live.set(record.subagent_id, record);
     const key = ownerKey(record);
     let slot = this.#owners.get(key);
     if (!slot) this.#owners.set(key, (slot = new OwnerSlot()));
-    slot.link(record);
-    record.steerHook = steerHook;
+    slot.live.add(record);
   }
 
   /**
@@ -64,9 +63,8 @@ export class Registry {
    */
   retire(record: ChildRecord): void {
     if (!this.#live.delete(record.subagent_id)) return;
-    const slot = record.ownerSlot as OwnerSlot;
-    slot.unlink(record);
-    record.steerHook = undefined;
+    const slot = this.#owners.get(ownerKey(record)) as OwnerSlot;
+    slot.live.delete(record);
     if (this.#retainPerOwner > 0 && slot.onReleased === undefined && generationOf(record) >= slot.retainFrom) {
       this.#retained.set(record.subagent_id, record);
       const order = slot.finished;
@@ -118,7 +116,7 @@ export class Registry {
   }
 
   #dropIfEmpty(key: string, slot: OwnerSlot): void {
-    if (slot.size > 0 || slot.finished.length > 0) return;
+    if (slot.live.size > 0 || slot.finished.length > 0) return;
     if (this.#owners.get(key) === slot) this.#owners.delete(key);
     const released = slot.onReleased;
     slot.onReleased = undefined;
@@ -155,10 +153,8 @@ export class Registry {
   /** Snapshots of the children `scope` may see, at every depth. */
   listScoped(scope: Scope, options: ListOptions = {}): Snapshot[] {
     const out: Snapshot[] = [];
-    // No closure here (nor in steer()): tsx compiles with esbuild's keepNames, which wraps every
-    // arrow held in a variable in __name(), an Object.defineProperty per call (about 0.7 µs).
     const slot = this.#owners.get(scope.session_id);
-    for (let r = slot?.head; r; r = r.ownerNext) if (r.owner?.generation === scope.generation) out.push(toSnapshot(r));
+    if (slot) for (const r of slot.live) if (r.owner?.generation === scope.generation) out.push(toSnapshot(r));
     if (options.include_finished && slot) {
       for (const id of slot.finished) {
         const r = this.#retained.get(id);
@@ -170,9 +166,7 @@ export class Registry {
 
   /** Live records of one owner key (session id), every generation; for session teardown. */
   liveOf(session_id: string): ChildRecord[] {
-    const out: ChildRecord[] = [];
-    for (let r = this.#owners.get(session_id)?.head; r; r = r.ownerNext) out.push(r);
-    return out;
+    return [...(this.#owners.get(session_id)?.live ?? [])];
   }
 
   liveRecords(): IterableIterator<ChildRecord> {
@@ -204,7 +198,7 @@ export class Registry {
     // steer must leave no trace (not even an early end of a wait_steer).
     let steer;
     try {
-      steer = r.inbox.push(this.#ids.steer(), text, r.steerHook);
+      steer = r.inbox.push(this.#ids.steer(), text, r.steerVeto);
     } catch {
       return rejected(subagent_id, text, 'vetoed');
     }
@@ -250,40 +244,18 @@ export function stopDescendants(r: ChildRecord, out: string[] = []): string[] {
 }
 
 /**
- * One owner's children: the live ones in spawn order, as a list linked through the records (no
- * hashing on the spawn and finish of every child, which a Set per owner cost), and the ids of its
- * retained finished ones, oldest first.
+ * One owner's children: the live ones in spawn order and the ids of its retained finished ones,
+ * oldest first. (A list threaded through the records instead of the Set was measured on the
+ * compiled build and bought nothing worth its fields on the record: docs/benchmarks.md.)
  */
 class OwnerSlot {
-  head: ChildRecord | undefined;
-  tail: ChildRecord | undefined;
-  size = 0;
+  /** Its live children, in spawn order (a Set keeps insertion order). */
+  readonly live = new Set<ChildRecord>();
   readonly finished: string[] = [];
   /** Children of generations below this one are not retained (their generation was reset). */
   retainFrom = 0;
   /** Set once the owner is released (its session closed): runs when its last live child is out. */
   onReleased: (() => void) | undefined;
-
-  link(r: ChildRecord): void {
-    r.ownerSlot = this;
-    r.ownerPrev = this.tail;
-    r.ownerNext = undefined;
-    if (this.tail) this.tail.ownerNext = r;
-    else this.head = r;
-    this.tail = r;
-    this.size++;
-  }
-
-  unlink(r: ChildRecord): void {
-    if (r.ownerSlot !== this) return;
-    if (r.ownerPrev) r.ownerPrev.ownerNext = r.ownerNext;
-    else this.head = r.ownerNext;
-    if (r.ownerNext) r.ownerNext.ownerPrev = r.ownerPrev;
-    else this.tail = r.ownerPrev;
-    r.ownerPrev = r.ownerNext = undefined;
-    r.ownerSlot = undefined;
-    this.size--;
-  }
 }
 
 function generationOf(r: ChildRecord): number {
