@@ -7,7 +7,7 @@
 // once a reply to a prompt holding them has fully arrived. Whatever was taken and not delivered
 // when the loop ends is handed back as pending_steer.
 import type { Steer, Tokens } from '../delegation/types.ts';
-import { runTool, toToolSpec, type Tool } from './tools/tool.ts';
+import { parseToolArguments, runTool, toToolSpec, type Tool } from './tools/tool.ts';
 import { ModelError, streamChat, type ChatEndpoint, type ChatMessage, type Sleeper } from './chat.ts';
 import { steerMessage } from './steer-marker.ts';
 
@@ -127,14 +127,10 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
     }
     for (const call of reply.tool_calls) {
       if (fx.signal.aborted) return end('interrupted');
-      let args: unknown = call.function.arguments;
-      try {
-        args = JSON.parse(call.function.arguments);
-      } catch {
-        // runTool reports the bad JSON to the model.
-      }
-      const done = fx.onToolStart(call.function.name, args);
-      const run = await runTool(tools, call.function.name, call.function.arguments, { signal: fx.signal });
+      // Parsed once: the preview shows it, the tool gets it (bad JSON goes back to the model).
+      const args = parseToolArguments(call.function.arguments);
+      const done = fx.onToolStart(call.function.name, args.raw.trim() === '' ? '' : args.json);
+      const run = await runTool(tools, call.function.name, args, { signal: fx.signal });
       done(run.output, run.ok);
       messages.push({ role: 'tool', tool_call_id: call.id, content: run.output });
     }

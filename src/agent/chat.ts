@@ -3,6 +3,7 @@
 // honours Retry-After; 401/403/404 and malformed streams fail at once with a clear message.
 // The caller's signal aborts the request in flight, so the server sees the connection close.
 import type { Tokens } from '../delegation/types.ts';
+import { z } from 'zod';
 import { preview } from '../child/preview.ts';
 import { sseData } from './sse.ts';
 
@@ -152,13 +153,19 @@ async function once(
         sawDone = true;
         break;
       }
-      let chunk: StreamChunk;
+      let json: unknown;
       try {
-        chunk = JSON.parse(data) as StreamChunk;
+        json = JSON.parse(data);
       } catch {
         throw streamError('malformed', `malformed stream from the model server: not JSON: ${data.slice(0, 120)}`);
       }
-      if (typeof chunk !== 'object' || chunk === null) throw streamError('malformed', 'malformed stream from the model server: a chunk is not an object');
+      if (typeof json !== 'object' || json === null || Array.isArray(json)) throw streamError('malformed', 'malformed stream from the model server: a chunk is not an object');
+      const checked = streamChunkSchema.safeParse(json);
+      if (!checked.success) {
+        const first = checked.error.issues[0];
+        throw streamError('malformed', `malformed stream from the model server: ${first?.path.join('.') || 'chunk'}: ${first?.message ?? 'unexpected shape'}`);
+      }
+      const chunk = checked.data;
       if (chunk.error) throw streamError('http', `the model server reported an error mid-stream: ${describeError(chunk.error)}`);
       if (chunk.usage) usage = { input: chunk.usage.prompt_tokens ?? 0, output: chunk.usage.completion_tokens ?? 0 };
       for (const choice of chunk.choices ?? []) {
@@ -201,19 +208,38 @@ async function once(
   return { content, reasoning, tool_calls, finish_reason, usage };
 }
 
-interface StreamChunk {
-  choices?: Array<{
-    delta?: {
-      content?: string | null;
-      reasoning_content?: string | null;
-      reasoning?: string | null;
-      tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
-    };
-    finish_reason?: string | null;
-  }>;
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
-  error?: unknown;
-}
+/**
+ * One chunk of an OpenAI-compatible stream, checked before it is read: servers differ (vLLM,
+ * llama.cpp, Ollama add fields and send nulls), so unknown fields pass, but a field we read must
+ * have its type or the stream is malformed.
+ */
+const streamChunkSchema = z.looseObject({
+  choices: z
+    .array(
+      z.looseObject({
+        delta: z
+          .looseObject({
+            content: z.string().nullish(),
+            reasoning_content: z.string().nullish(),
+            reasoning: z.string().nullish(),
+            tool_calls: z
+              .array(
+                z.looseObject({
+                  index: z.number().int().nonnegative().optional(),
+                  id: z.string().nullish(),
+                  function: z.looseObject({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
+                }),
+              )
+              .nullish(),
+          })
+          .nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .nullish(),
+  usage: z.looseObject({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() }).nullish(),
+  error: z.unknown().optional(),
+});
 
 function describeError(e: unknown): string {
   if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
@@ -225,8 +251,9 @@ async function httpError(res: Response): Promise<ModelError> {
   try {
     const text = (await res.text()).slice(0, 2000);
     try {
-      const parsed = JSON.parse(text) as { error?: unknown };
-      detail = parsed.error !== undefined ? describeError(parsed.error) : text.slice(0, 200);
+      const parsed: unknown = JSON.parse(text);
+      const error = typeof parsed === 'object' && parsed !== null ? (parsed as { error?: unknown }).error : undefined;
+      detail = error !== undefined ? describeError(error) : text.slice(0, 200);
     } catch {
       detail = text.slice(0, 200);
     }

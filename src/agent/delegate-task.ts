@@ -5,7 +5,7 @@
 // back to the caller's conversation as messages when they finish.
 import { z } from 'zod';
 import { ErrorCode, isSubrunError } from '../errors.ts';
-import type { InterruptResult, SteerResult } from '../registry/registry.ts';
+import { MAX_STEER_BYTES, type InterruptResult, type SteerResult } from '../registry/registry.ts';
 import type { Snapshot } from '../child/snapshot.ts';
 import { defineTool, type Tool } from './tools/tool.ts';
 import type { CompletionEntry, DelegationHandle } from '../delegation/types.ts';
@@ -139,7 +139,7 @@ export function delegateTaskTool(port: DelegationPort, inbox: CompletionInbox): 
             return `Queued for ${args.subagent_id}. It will see your message at its next step; if it finishes first, your message comes back with its result. Do not send it again.`;
           }
           if (r.reason === 'not_found') return `No subagent ${args.subagent_id} in your delegation tree. Use action "list" to see yours.`;
-          if (r.reason === 'too_long') return 'Refused: the message is too long (at most 32768 bytes). Shorten it.';
+          if (r.reason === 'too_long') return `Refused: the message is too long (at most ${MAX_STEER_BYTES} bytes). Shorten it.`;
           return `${args.subagent_id} is finishing or has finished, so it cannot take guidance now. Its result arrives as its completion message; do not retry the steer.`;
         }
         case 'stop': {

@@ -747,6 +747,16 @@ describe('openai runner: retries and failures', () => {
     expect(entry.error).toBe('malformed stream from the model server: not JSON: this is not json');
   });
 
+  it('a chunk whose fields have the wrong types is malformed, named by its path (not read as if it were right)', async () => {
+    const s = setup();
+    const wrong = JSON.stringify({ choices: [{ delta: { content: 42 } }] });
+    model.reply({ chunks: [textChunk('hi '), wrong, finishChunk()] }, answer('never'));
+    const entry = await s.start('mistyped').entry;
+    expect(model.requests).toHaveLength(1);
+    expect(entry.status).toBe('failed');
+    expect(entry.error).toMatch(/^malformed stream from the model server: choices\.0\.delta\.content: /);
+  });
+
   it('a stream cut in the middle fails with a clear error, is not retried, and keeps the text so far', async () => {
     const s = setup();
     // The cut waits until the first chunk has reached the runner, so it is really mid-stream.

@@ -33,40 +33,51 @@ export interface ToolRun {
   readonly ok: boolean;
   /** What goes back to the model (bounded). */
   readonly output: string;
-  /** Parsed arguments, for the transcript preview. */
-  readonly args: unknown;
+}
+
+/** A call's arguments as the model sent them, parsed once (for the preview and for the tool). */
+export interface ToolArguments {
+  readonly raw: string;
+  /** The parsed value; the raw text when it is not JSON. An empty text is `{}`. */
+  readonly json: unknown;
+  readonly valid: boolean;
+}
+
+export function parseToolArguments(raw: string): ToolArguments {
+  if (raw.trim() === '') return { raw, json: {}, valid: true };
+  try {
+    return { raw, json: JSON.parse(raw) as unknown, valid: true };
+  } catch {
+    return { raw, json: raw, valid: false };
+  }
 }
 
 /** Runs one requested call; never throws. */
-export async function runTool(tools: ReadonlyMap<string, Tool>, name: string, rawArgs: string, ctx: ToolContext): Promise<ToolRun> {
+export async function runTool(tools: ReadonlyMap<string, Tool>, name: string, args: ToolArguments, ctx: ToolContext): Promise<ToolRun> {
   const tool = tools.get(name);
   if (!tool) {
-    return { ok: false, args: rawArgs, output: `error: unknown tool ${JSON.stringify(name)}; available: ${[...tools.keys()].join(', ') || 'none'}` };
+    return { ok: false, output: `error: unknown tool ${JSON.stringify(name)}; available: ${[...tools.keys()].join(', ') || 'none'}` };
   }
-  let json: unknown;
-  try {
-    json = rawArgs.trim() === '' ? {} : JSON.parse(rawArgs);
-  } catch {
-    return { ok: false, args: rawArgs, output: `error: the arguments of ${name} are not valid JSON: ${rawArgs.slice(0, 200)}` };
-  }
+  if (!args.valid) return { ok: false, output: `error: the arguments of ${name} are not valid JSON: ${args.raw.slice(0, 200)}` };
+  const json = args.json;
   const parsed = tool.schema.safeParse(json);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`).join('; ');
-    return { ok: false, args: json, output: `error: invalid arguments for ${name}: ${issues}` };
+    return { ok: false, output: `error: invalid arguments for ${name}: ${issues}` };
   }
   // An interrupt ends the call at once, even if the handler ignores its signal.
   let onAbort: (() => void) | undefined;
   const stopped = new Promise<ToolRun>((resolve) => {
-    onAbort = () => resolve({ ok: false, args: json, output: `error: ${name} was interrupted` });
+    onAbort = () => resolve({ ok: false, output: `error: ${name} was interrupted` });
     if (ctx.signal.aborted) onAbort();
     else ctx.signal.addEventListener('abort', onAbort, { once: true });
   });
   const ran = (async (): Promise<ToolRun> => {
     try {
       const out = await tool.handler(parsed.data, ctx);
-      return { ok: true, args: json, output: bound(String(out)) };
+      return { ok: true, output: bound(String(out)) };
     } catch (err) {
-      return { ok: false, args: json, output: `error: ${name} failed: ${err instanceof Error ? err.message : String(err)}` };
+      return { ok: false, output: `error: ${name} failed: ${err instanceof Error ? err.message : String(err)}` };
     }
   })();
   try {
