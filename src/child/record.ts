@@ -166,7 +166,7 @@ export class ChildRecord {
    * addEventListener on an AbortSignal costs about 8 µs, and a child took three of them
    * (bench/cases/delegation.ts).
    */
-  #stopHooks: Array<() => void> | (() => void) | undefined;
+  #stopHooks: Array<() => void> | undefined;
   /** The runtime's own lifecycle for this child, told first on a stop (no closure per child). */
   #lifecycle: StopListener | undefined;
   #liveChildren: Set<ChildRecord> | undefined;
@@ -313,8 +313,7 @@ export class ChildRecord {
     this.#lifecycle?.childStopped();
     const hooks = this.#stopHooks;
     this.#stopHooks = undefined;
-    if (typeof hooks === 'function') hooks();
-    else if (hooks) for (const hook of hooks) hook();
+    if (hooks) for (const hook of hooks) hook();
     this.#abort?.abort(reason);
     return true;
   }
@@ -333,18 +332,11 @@ export class ChildRecord {
       hook();
       return noop;
     }
-    // One hook (the common case) is kept as is; an array only from the second.
-    const hooks = this.#stopHooks;
-    if (hooks === undefined) this.#stopHooks = hook;
-    else if (typeof hooks === 'function') this.#stopHooks = [hooks, hook];
-    else hooks.push(hook);
+    (this.#stopHooks ??= []).push(hook);
     return () => {
-      const now = this.#stopHooks;
-      if (now === hook) this.#stopHooks = undefined;
-      else if (Array.isArray(now)) {
-        const i = now.indexOf(hook);
-        if (i >= 0) now.splice(i, 1);
-      }
+      const hooks = this.#stopHooks;
+      const i = hooks?.indexOf(hook) ?? -1;
+      if (i >= 0) hooks?.splice(i, 1);
     };
   }
 

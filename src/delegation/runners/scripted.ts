@@ -95,8 +95,6 @@ async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutc
   return { status: 'completed', summary: lastSay };
 }
 
-// A module function, not an arrow inside play(): tsx keeps names by wrapping each named arrow in
-// __name() at every call of play().
 function stopped(lastSay: string): RunOutcome {
   return { status: 'interrupted', summary: lastSay };
 }
