@@ -124,7 +124,7 @@ export class ParentAgent {
             turn.abort.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
           }),
         onText: (d) => emit('message.delta', { turn_id: turn.turn_id, text: d }),
-        onReasoning: () => undefined,
+        onReasoning: (d) => emit('message.thinking', { turn_id: turn.turn_id, text: d }),
         onToolStart: (name, args) => {
           emit('tool.start', { turn_id: turn.turn_id, tool_name: name, preview: preview(args) });
           return (output, ok) => emit('tool.complete', { turn_id: turn.turn_id, tool_name: name, ok, preview: preview(output) });

@@ -83,6 +83,7 @@ export const eventPayloadSchemas = {
   'subagent.steer.delivered': z.strictObject({ ...identity, steer_id: id, text: z.string() }),
   'subagent.complete': z.strictObject({ ...identity, entry: completionEntrySchema }),
   'message.delta': z.strictObject({ turn_id: id, text: z.string() }),
+  'message.thinking': z.strictObject({ turn_id: id, text: z.string() }),
   'message.complete': z.strictObject({
     turn_id: id,
     status: finalStatusSchema,
