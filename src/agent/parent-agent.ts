@@ -158,6 +158,8 @@ export class ParentAgent {
       turn_id: turn.turn_id,
       status: entry.status,
       text: entry.summary,
+      // Only when it says more than the status: the turn hit max_iterations.
+      ...(entry.exit_reason !== entry.status ? { exit_reason: entry.exit_reason } : {}),
       ...(entry.error !== undefined ? { error: entry.error } : {}),
       api_calls: entry.api_calls,
       tokens: entry.tokens,

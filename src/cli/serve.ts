@@ -1,11 +1,16 @@
-// `subrun serve`: the JSON-RPC server over stdio or WebSocket. stdout of --stdio carries the
-// protocol alone; everything human-readable and every log line goes to stderr.
+// `subrun serve`: the JSON-RPC server over stdio or WebSocket, or the Agent Client Protocol adapter
+// over stdio (--acp, for IDEs). stdout of --stdio and --acp carries the protocol alone; everything
+// human-readable and every log line goes to stderr.
 //
 // One shutdown path, whatever starts it (SIGTERM, SIGINT, the host closing stdin; a repeated
 // signal joins the shutdown already running): stop taking connections, stop every child and send
 // its completion, close every connection behind what it was sent, then give the peers
 // --shutdown-grace-ms to read it all before whatever is left is cut and the process exits.
 import { randomBytes } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { acpStdio, type AcpStdio } from '../acp/stdio.ts';
+import { workspaceTools } from '../agent/tools/workspace.ts';
 import { parseFlags, UsageError, type FlagSpec } from './flags.ts';
 import { openaiRunner } from '../agent/runner.ts';
 import { createLogger } from '../log.ts';
@@ -18,6 +23,7 @@ import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/trans
 export const SERVE_FLAGS: readonly FlagSpec[] = [
   { flag: 'stdio', kind: 'bool' },
   { flag: 'ws', kind: 'bool' },
+  { flag: 'acp', env: 'SUBRUN_ACP', kind: 'bool' },
   { flag: 'host', env: 'SUBRUN_HOST', kind: 'string' },
   { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535 },
   { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string' },
@@ -47,7 +53,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export async function serve(argv: readonly string[]): Promise<number> {
   const { values: v, positionals, sources } = parseFlags(argv, SERVE_FLAGS);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  if (Boolean(v.stdio) === Boolean(v.ws)) throw new UsageError('serve needs exactly one of --stdio or --ws');
+  if ([v.stdio, v.ws, v.acp].filter(Boolean).length !== 1) throw new UsageError('serve needs exactly one of --stdio, --ws or --acp');
   const level = (v['log-level'] as string | undefined) ?? 'warn';
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   const openai = modelConfig(v, sources);
@@ -79,15 +85,19 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const grace = (v['shutdown-grace-ms'] as number | undefined) ?? 5_000;
   let listener: WsListener | undefined;
   let stdio: StdioTransport | undefined;
+  let acp: AcpStdio | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (why: string) => {
     stopping ??= (async () => {
       logger.info({ why }, 'shutting down');
       listener?.stopAccepting();
+      // ACP: every turn cancelled and answered, each after its children's terminal updates.
+      await acp?.settle(grace);
       // Every child stopped and its completion sent; every connection closed behind it.
       await server.shutdown();
       if (listener) await listener.close();
       else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
+      else if (acp) await acp.finish(grace);
       // Nothing is owed to anyone any more. Whatever still holds the event loop (a write to a
       // stdout nobody reads, a runner abandoned with a request in flight) must not hold the
       // process: an unref'd timer fires only if something else keeps the loop alive.
@@ -112,6 +122,22 @@ export async function serve(argv: readonly string[]): Promise<number> {
       const conn = server.connect(stdio);
       // The host closed stdout (EPIPE): nothing can reach it any more; shut down the same way.
       void conn.whenClosed.then(() => stop('stdout closed')).then(resolve);
+    }
+    if (v.acp) {
+      // The same rule as --stdio: the IDE closing stdin ends the server, and it is still owed the
+      // terminal update of every child and the answer to every prompt before the connection closes.
+      const roots = [realpathSync(resolvePath((v.workspace as string | undefined) ?? '.'))];
+      acp = acpStdio({
+        server,
+        input: process.stdin,
+        output: process.stdout,
+        roots,
+        modelFor: openai ? (cwd) => ({ ...openai, tools: workspaceTools(cwd) }) : undefined,
+        logger,
+        onInputEnd: () => stop('stdin closed').then(resolve),
+      });
+      // stdout failed (the IDE went away): nothing can reach it any more; shut down the same way.
+      void acp.closed.then(() => stop('acp connection closed')).then(resolve);
     }
   });
 

@@ -88,6 +88,7 @@ export const eventPayloadSchemas = {
     turn_id: id,
     status: finalStatusSchema,
     text: z.string(),
+    exit_reason: z.string().optional(),
     error: z.string().optional(),
     api_calls: z.number().int().nonnegative(),
     tokens: z.strictObject({ input: z.number().int().nonnegative(), output: z.number().int().nonnegative() }),
