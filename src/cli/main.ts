@@ -11,6 +11,7 @@ commands:
   demo                         the scripted demo: three children, a grandchild, steering, an interrupt
                                (--base-url URL --model M [--api-key K]: the same on a real model)
   serve --stdio | --ws         the JSON-RPC server (see docs/protocol.md for every option)
+  serve --acp                  the Agent Client Protocol adapter for IDEs (see docs/acp.md)
   call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
   watch                        print a session's events as they come
   --version                    print the version

@@ -23,6 +23,7 @@ import {
   Router,
   startAcp,
   update,
+  zSessionNotification,
   type AcpServer,
   type WireMsg,
 } from './harness.ts';
@@ -158,6 +159,8 @@ describe.each([
       expect(s.wire.filter((m) => update(m)?.sessionUpdate === 'subagent_update')).toEqual([]);
       expect(s.wire.filter((m) => m.params?.sessionId === a || m.params?.sessionId === b)).toEqual([]);
     }
+    // Every update is in the exact form the SDK's client parser keeps whole (nothing stripped).
+    for (const m of s.wire.filter((x) => x.method === 'session/update')) expect(zSessionNotification.parse(m.params)).toEqual(m.params);
     expect(expectNoStray(s)).toEqual([]);
   });
 

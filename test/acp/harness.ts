@@ -188,3 +188,16 @@ export function expectNoStray(s: AcpServer): WireMsg[] {
 }
 
 export { FakeModel, ROOT };
+
+// The SDK's own generated zod schemas (the parsers its client runs on what it receives). Not in the
+// package's exports, so imported by path: what they strip or refuse, an IDE never sees.
+export {
+  zCancelNotification,
+  zInitializeRequest,
+  zInitializeResponse,
+  zNewSessionRequest,
+  zNewSessionResponse,
+  zPromptRequest,
+  zPromptResponse,
+  zSessionNotification,
+} from '../../node_modules/@agentclientprotocol/sdk/dist/v1/unstable/schema/zod.gen.js';
