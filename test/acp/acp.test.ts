@@ -262,8 +262,12 @@ describe.each([
     s.proc.child.stdin.end();
     expect(await s.proc.waitExit()).toEqual({ code: 0, signal: null });
     await s.proc.stdout.whenEnded();
-    for (const id of [a, b]) expect(index(s, childDone(id, subagents)), `${id} terminal`).toBeGreaterThanOrEqual(0);
-    expect(s.wire.find((m) => m.id !== undefined && m.result?.stopReason === 'cancelled')).toBeDefined();
+    const answer = s.wire.findIndex((m) => m.id !== undefined && m.result?.stopReason === 'cancelled');
+    expect(answer).toBeGreaterThan(0);
+    for (const id of [a, b]) {
+      expect(index(s, childDone(id, subagents)), `${id} terminal`).toBeGreaterThanOrEqual(0);
+      expect(index(s, childDone(id, subagents))).toBeLessThan(answer);
+    }
     expect(await p).toEqual({ stopReason: 'cancelled' });
     expect(expectNoStray(s)).toEqual([]);
   });
@@ -284,6 +288,26 @@ describe('ordering, errors and stop reasons', () => {
         `${JSON.stringify({ jsonrpc: '2.0', method: 'session/cancel', params: { sessionId: sid } })}\n`,
     );
     expect((await s.until(responseTo('p2'), 'the raw prompt answer')).result).toEqual({ stopReason: 'cancelled' });
+  });
+
+  it('SIGTERM takes the same shutdown path: every child terminal, the prompt answered cancelled, exit 0', async () => {
+    router.parent.push(delegateBoth);
+    router.child(A, hang);
+    router.child(B, hang);
+    const { s, sid } = await open(true);
+    const p = s.prompt(sid, 'split the work').catch((e: unknown) => e);
+    const a = await childId(s, A, true);
+    const b = await childId(s, B, true);
+    s.proc.child.kill('SIGTERM');
+    expect(await s.proc.waitExit()).toEqual({ code: 0, signal: null });
+    const answer = s.wire.findIndex((m) => m.result?.stopReason === 'cancelled');
+    expect(answer).toBeGreaterThan(0);
+    for (const id of [a, b]) {
+      expect(index(s, isTerminal(id)), `${id} terminal`).toBeGreaterThanOrEqual(0);
+      expect(index(s, isTerminal(id))).toBeLessThan(answer);
+    }
+    expect(await p).toEqual({ stopReason: 'cancelled' });
+    expect(expectNoStray(s)).toEqual([]);
   });
 
   it('malformed input is answered with JSON-RPC errors and the server goes on', async () => {
