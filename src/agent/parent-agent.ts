@@ -123,7 +123,7 @@ export class ParentAgent {
         signal: turn.abort.signal,
         sleep: (ms) => sleep(clock, ms, turn.abort.signal),
         onText: (d) => emit('message.delta', { turn_id: turn.turn_id, text: d }),
-        onReasoning: () => undefined,
+        onReasoning: (d) => emit('message.thinking', { turn_id: turn.turn_id, text: d }),
         onToolStart: (name, args) => {
           emit('tool.start', { turn_id: turn.turn_id, tool_name: name, preview: preview(args) });
           return (output, ok) => emit('tool.complete', { turn_id: turn.turn_id, tool_name: name, ok, preview: preview(output) });
@@ -157,6 +157,8 @@ export class ParentAgent {
       turn_id: turn.turn_id,
       status: entry.status,
       text: entry.summary,
+      // Only when it says more than the status: the turn hit max_iterations.
+      ...(entry.exit_reason !== entry.status ? { exit_reason: entry.exit_reason } : {}),
       ...(entry.error !== undefined ? { error: entry.error } : {}),
       api_calls: entry.api_calls,
       tokens: entry.tokens,

@@ -10,6 +10,7 @@ const USAGE = `usage: subrun <command> [options]
 commands:
   demo                         the scripted demo: three children, a grandchild, steering, an interrupt
   serve --stdio | --ws         the server for hosts: JSON-RPC over stdio or WebSocket
+  serve --acp                  the Agent Client Protocol adapter for IDEs (docs/acp.md)
   call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
   watch --session ID --key K   print a session's events as they come
   --version                    print the version

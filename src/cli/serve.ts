@@ -1,11 +1,16 @@
-// `subrun serve`: the JSON-RPC server over stdio or WebSocket. stdout of --stdio carries the
-// protocol alone; everything human-readable and every log line goes to stderr.
+// `subrun serve`: the JSON-RPC server over stdio or WebSocket, or the Agent Client Protocol adapter
+// over stdio (--acp, for IDEs). stdout of --stdio and --acp carries the protocol alone; everything
+// human-readable and every log line goes to stderr.
 //
 // One shutdown path, whatever starts it (SIGTERM, SIGINT, the host closing stdin; a repeated
 // signal joins the shutdown already running): stop taking connections, stop every child and send
 // its completion, close every connection behind what it was sent, then give the peers
 // --shutdown-grace-ms to read it all before whatever is left is cut and the process exits.
 import { randomBytes } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { acpStdio, type AcpStdio } from '../acp/stdio.ts';
+import { workspaceTools } from '../agent/tools/workspace.ts';
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiRunner } from '../agent/runner.ts';
 import { createLogger } from '../log.ts';
@@ -16,8 +21,9 @@ import { stdioTransport, type StdioTransport } from '../rpc/transports/stdio.ts'
 import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/transports/ws.ts';
 
 export const SERVE_FLAGS = [
-  { flag: 'stdio', kind: 'bool', help: 'serve one host over stdin/stdout (exactly one of --stdio, --ws)' },
+  { flag: 'stdio', kind: 'bool', help: 'serve one host over stdin/stdout (exactly one of --stdio, --ws, --acp)' },
   { flag: 'ws', kind: 'bool', help: 'serve WebSocket hosts on --host:--port' },
+  { flag: 'acp', env: 'SUBRUN_ACP', kind: 'bool', help: 'serve an IDE over stdin/stdout with the Agent Client Protocol (docs/acp.md)' },
   { flag: 'host', env: 'SUBRUN_HOST', kind: 'string', arg: 'H', help: 'WebSocket bind address (default 127.0.0.1)' },
   { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535, help: 'WebSocket port, 0 for any free one (default 8787)' },
   { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string', arg: 'T', help: 'the token every WebSocket upgrade must carry (default: made up, printed to stderr)' },
@@ -44,10 +50,11 @@ export const SERVE_FLAGS = [
   ...MODEL_FLAGS,
 ] as const satisfies readonly FlagSpec[];
 
-const SERVE_USAGE = `usage: subrun serve --stdio | --ws [options]
+const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp [options]
 
-The JSON-RPC server for hosts (docs/protocol.md). --stdio serves one host over this process's
-stdin and stdout; --ws serves any number of hosts on ws://HOST:PORT/ with a token.`;
+The server for hosts. --stdio serves one JSON-RPC host over this process's stdin and stdout;
+--ws serves any number of hosts on ws://HOST:PORT/ with a token (docs/protocol.md); --acp serves
+an IDE over stdin and stdout with the Agent Client Protocol (docs/acp.md).`;
 
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -59,7 +66,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   const { values: v, positionals, sources } = parseFlags(argv, SERVE_FLAGS);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  if (Boolean(v.stdio) === Boolean(v.ws)) throw new UsageError('serve needs exactly one of --stdio or --ws');
+  if ([v.stdio, v.ws, v.acp].filter(Boolean).length !== 1) throw new UsageError('serve needs exactly one of --stdio, --ws or --acp');
   const level = v['log-level'] ?? 'warn';
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   const openai = modelConfig(v, sources);
@@ -93,15 +100,19 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const grace = v['shutdown-grace-ms'] ?? 5_000;
   let listener: WsListener | undefined;
   let stdio: StdioTransport | undefined;
+  let acp: AcpStdio | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (why: string) => {
     stopping ??= (async () => {
       logger.info({ why }, 'shutting down');
       listener?.stopAccepting();
+      // ACP: every turn cancelled and answered, each after its children's terminal updates.
+      await acp?.settle(grace);
       // Every child stopped and its completion sent; every connection closed behind it.
       await server.shutdown();
       if (listener) await listener.close();
       else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
+      else if (acp) await acp.finish(grace);
       // Nothing is owed to anyone any more. Whatever still holds the event loop (a write to a
       // stdout nobody reads, a runner abandoned with a request in flight) must not hold the
       // process: an unref'd timer fires only if something else keeps the loop alive.
@@ -126,6 +137,22 @@ export async function serve(argv: readonly string[]): Promise<number> {
       const conn = server.connect(stdio);
       // The host closed stdout (EPIPE): nothing can reach it any more; shut down the same way.
       void conn.whenClosed.then(() => stop('stdout closed')).then(resolve);
+    }
+    if (v.acp) {
+      // The same rule as --stdio: the IDE closing stdin ends the server, and it is still owed the
+      // terminal update of every child and the answer to every prompt before the connection closes.
+      const roots = [realpathSync(resolvePath(v.workspace ?? '.'))];
+      acp = acpStdio({
+        server,
+        input: process.stdin,
+        output: process.stdout,
+        roots,
+        modelFor: openai ? (cwd) => ({ ...openai, tools: workspaceTools(cwd) }) : undefined,
+        logger,
+        onInputEnd: () => stop('stdin closed').then(resolve),
+      });
+      // stdout failed (the IDE went away): nothing can reach it any more; shut down the same way.
+      void acp.closed.then(() => stop('acp connection closed')).then(resolve);
     }
   });
 

@@ -100,10 +100,12 @@ export const eventPayloadSchemas = {
   'subagent.steer.delivered': z.strictObject({ ...identity, steer_id: id, text: z.string() }),
   'subagent.complete': z.strictObject({ ...identity, entry: completionEntrySchema }),
   'message.delta': z.strictObject({ turn_id: id, text: z.string() }),
+  'message.thinking': z.strictObject({ turn_id: id, text: z.string() }),
   'message.complete': z.strictObject({
     turn_id: id,
     status: finalStatusSchema,
     text: z.string(),
+    exit_reason: z.string().optional(),
     error: z.string().optional(),
     api_calls: z.number().int().nonnegative(),
     tokens: z.strictObject({ input: z.number().int().nonnegative(), output: z.number().int().nonnegative() }),

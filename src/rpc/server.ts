@@ -76,6 +76,8 @@ export class RpcServer {
   readonly #ledger = new DelegationLedger();
   readonly #connections = new Map<string, Connection>();
   readonly #parents = new Map<string, ParentAgent>();
+  /** Sessions whose parent agent runs on a model configuration of their own (setSessionModel). */
+  readonly #sessionModels = new Map<string, OpenAIRunnerConfig>();
   readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #state: ServerState & { draining: boolean };
@@ -119,6 +121,7 @@ export class RpcServer {
       onClose: (session_id) => {
         this.#parents.get(session_id)?.close();
         this.#parents.delete(session_id);
+        this.#sessionModels.delete(session_id);
         this.runtime.releaseSession(session_id);
         this.#ledger.forget(session_id);
       },
@@ -137,7 +140,7 @@ export class RpcServer {
         if (!p) {
           p = new ParentAgent({
             runtime: this.runtime,
-            config: options.openai,
+            config: this.#sessionModels.get(session_id) ?? options.openai,
             ids,
             logger: this.#logger,
             clock: this.#clock,
@@ -171,6 +174,16 @@ export class RpcServer {
       this.#ledger.observe(event, owner);
       this.#route(session, event);
     });
+  }
+
+  /**
+   * In-process only, never on the wire: the model configuration of one session's parent agent
+   * (and so of the children it delegates to), e.g. its workspace tools rooted at the directory an
+   * IDE opened the session in (src/acp). Call it before the session's first prompt: a parent
+   * agent already made keeps the configuration it was made with.
+   */
+  setSessionModel(session_id: string, config: OpenAIRunnerConfig): void {
+    if (this.sessions.get(session_id)) this.#sessionModels.set(session_id, config);
   }
 
   get connectionCount(): number {

@@ -40,6 +40,9 @@ const BAD_STARTS: BadStart[] = [
   { args: ['serve', '--stdio', '--frobnicate'], names: ['--frobnicate'] },
   { args: ['serve', '--stdio', '--ws'], names: ['--stdio', '--ws'] },
   { args: ['serve'], names: ['--stdio', '--ws'] },
+  { args: ['serve', '--acp', '--stdio'], names: ['--stdio', '--ws', '--acp'] },
+  { args: ['serve', '--ws'], env: { SUBRUN_ACP: '1' }, names: ['--acp'] },
+  { args: ['serve'], env: { SUBRUN_ACP: 'maybe' }, names: ['SUBRUN_ACP'] },
   { args: ['serve', '--stdio', '--workspace', '/no/such/dir'], names: ['--workspace'] },
   { args: ['serve', '--stdio'], env: { SUBRUN_MAX_CONCURRENT_CHILDREN: 'zero' }, names: ['SUBRUN_MAX_CONCURRENT_CHILDREN'] },
 ];

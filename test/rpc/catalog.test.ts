@@ -7,7 +7,7 @@ import catalogJson from '../../src/contract/catalog.json' with { type: 'json' };
 import { EVENT_TYPES } from '../../src/contract/wire.ts';
 import { METHODS, RpcServer } from '../../src/rpc/server.ts';
 import { defineTool } from '../../src/agent/tools/tool.ts';
-import { answer, callTools, FakeModel } from '../helpers/fake-model.ts';
+import { callTools, FakeModel, finishChunk, reasoningChunk, textChunk, usageChunk } from '../helpers/fake-model.ts';
 import { connectMemory, isEvent, ok, type RpcTestClient } from '../helpers/rpc-client.ts';
 
 interface Catalog {
@@ -57,7 +57,7 @@ const echo = defineTool({
 /**
  * One session that produces every event type: a scripted child thinks, says, uses a tool, takes a
  * steer and delegates once more; the session's parent agent (on a local fake model) streams text,
- * calls a tool and takes a session steer.
+ * thinks, calls a tool and takes a session steer.
  */
 async function emittedTypes(): Promise<{ types: Set<string>; client: RpcTestClient }> {
   model = await FakeModel.start();
@@ -93,7 +93,11 @@ async function emittedTypes(): Promise<{ types: Set<string>; client: RpcTestClie
   // steer is taken at the next model call and delivered once that reply has arrived.
   let steerQueued!: () => void;
   const gate = new Promise<void>((resolve) => (steerQueued = resolve));
-  model.reply({ ...callTools([{ name: 'echo', args: { text: 'hi' } }]), gates: { 0: gate } }, answer('parent done'));
+  // Its last reply streams reasoning before its answer (message.thinking).
+  model.reply(
+    { ...callTools([{ name: 'echo', args: { text: 'hi' } }]), gates: { 0: gate } },
+    { chunks: [reasoningChunk('weighing it'), textChunk('parent done'), finishChunk('stop'), usageChunk(10, 5)] },
+  );
   const turn = await client.result<{ turn_id: string }>('prompt.submit', { session_id, text: 'do it' });
   const steer = await client.result<{ status: string }>('session.steer', { session_id, text: 'and be brief' });
   expect(steer.status).toBe('queued');

@@ -1,0 +1,179 @@
+// `subrun serve --acp`: the Agent Client Protocol side of one IDE connection. The SDK's agent app
+// answers initialize, session/new, session/prompt, session/cancel and subrun's extensions; every
+// one of them becomes a JSON-RPC call on the adapter's link to the RPC server, and every event of
+// the link's sessions becomes session/update notifications (session.ts, updates.ts). Ordering of
+// prompt and cancel comes from the wire tap (stdio-wire.ts), never from the SDK's handler schedule.
+import { realpath } from 'node:fs/promises';
+import { isAbsolute, relative, sep } from 'node:path';
+import * as acp from '@agentclientprotocol/sdk/unstable';
+import type { AgentConnection, AnyMessage, SessionUpdate } from '@agentclientprotocol/sdk/unstable';
+import type { OpenAIRunnerConfig } from '../agent/runner.ts';
+import type { Logger } from '../log.ts';
+import type { RpcServer } from '../rpc/server.ts';
+import { SERVER_NAME, VERSION } from '../version.ts';
+import { toRequestError } from './errors.ts';
+import { EXTENSION_METHODS, objectParams, runExtension } from './extensions.ts';
+import { RpcLink, type RpcEvent } from './rpc-link.ts';
+import { AcpSession } from './session.ts';
+import type { StdioWire } from './stdio-wire.ts';
+
+export interface AcpAgentOptions {
+  readonly server: RpcServer;
+  /** Directories a session's cwd must lie in (real paths). */
+  readonly roots: readonly string[];
+  /** The model configuration of a session opened in `cwd` (its tools rooted there); none: no model. */
+  readonly modelFor?: (cwd: string) => OpenAIRunnerConfig;
+  readonly logger: Logger;
+}
+
+const inside = (root: string, path: string) => {
+  const rel = relative(root, path);
+  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
+};
+
+const stringField = (m: Record<string, unknown>, key: string): string | undefined => {
+  const p = m.params;
+  if (typeof p !== 'object' || p === null) return undefined;
+  const v = (p as Record<string, unknown>)[key];
+  return typeof v === 'string' ? v : undefined;
+};
+
+export class AcpAgent {
+  readonly #opts: AcpAgentOptions;
+  readonly #link: RpcLink;
+  readonly #sessions = new Map<string, AcpSession>();
+  #visible = false;
+  #conn: AgentConnection | undefined;
+  /** The last notification handed to the SDK: the shutdown waits for it to be written. */
+  #lastWrite: Promise<void> = Promise.resolve();
+
+  constructor(opts: AcpAgentOptions) {
+    this.#opts = opts;
+    this.#link = new RpcLink(opts.server, (e) => this.#onEvent(e));
+  }
+
+  /** Connects the SDK's agent app to the wire; resolves when the ACP connection has closed. */
+  connect(wire: StdioWire): AgentConnection {
+    this.#conn = this.#app().connect(wire.stream);
+    return this.#conn;
+  }
+
+  /** Sees each inbound message in wire order, before the SDK dispatches it (stdio-wire.ts). */
+  tap(message: AnyMessage): void {
+    const m = message as unknown as Record<string, unknown>;
+    if (m.jsonrpc !== '2.0') return;
+    const sid = stringField(m, 'sessionId');
+    if (sid === undefined) return;
+    if (m.method === 'session/prompt' && 'id' in m && (typeof m.id === 'string' || typeof m.id === 'number')) {
+      this.#sessions.get(sid)?.registerTurn(m.id);
+    } else if (m.method === 'session/cancel' && !('id' in m)) {
+      const own = this.#sessions.get(sid);
+      if (own) return own.cancel();
+      for (const s of this.#sessions.values()) if (s.ownsChild(sid)) return s.cancelChild(sid);
+      this.#opts.logger.info({ session_id: sid }, 'acp cancel for an unknown session ignored');
+    }
+  }
+
+  /**
+   * The shutdown's first step: every session's turn and children interrupted, as a cancel would
+   * do; the pending prompts then answer `cancelled` after their children's terminal updates.
+   */
+  cancelAll(): void {
+    for (const s of this.#sessions.values()) s.cancel();
+  }
+
+  /** After the server shut down: nothing more will come; waiting prompts answer `cancelled`. */
+  close(): void {
+    for (const s of this.#sessions.values()) s.close();
+    this.#link.close();
+  }
+
+  /** Resolves once every notification handed to the SDK so far was written. */
+  written(): Promise<void> {
+    return this.#lastWrite;
+  }
+
+  #send(sessionId: string, update: SessionUpdate): void {
+    const conn = this.#conn;
+    if (!conn) return;
+    this.#lastWrite = conn.client.notify(acp.methods.client.session.update, { sessionId, update }).catch((err: unknown) => {
+      this.#opts.logger.warn({ err }, 'acp update not sent');
+    });
+  }
+
+  #onEvent(e: RpcEvent): void {
+    if (e.session_id === null) return;
+    this.#sessions.get(e.session_id)?.onEvent(e);
+  }
+
+  async #checkedCwd(cwd: string): Promise<string> {
+    const roots = this.#opts.roots;
+    const refuse = (why: string) => acp.RequestError.invalidParams({ cwd, allowedRoots: roots }, `${why}; allowed roots: ${roots.join(', ')}`);
+    if (!isAbsolute(cwd)) throw refuse('cwd must be an absolute path');
+    let real: string;
+    try {
+      real = await realpath(cwd);
+    } catch {
+      throw refuse('cwd does not exist');
+    }
+    if (!roots.some((r) => inside(r, real))) throw refuse('cwd is outside the allowed roots');
+    return real;
+  }
+
+  #app() {
+    const log = this.#opts.logger;
+    const guard = async <T>(run: () => Promise<T> | T): Promise<T> => {
+      try {
+        return await run();
+      } catch (err) {
+        throw toRequestError(err, log);
+      }
+    };
+    let app = acp
+      .agent({ name: SERVER_NAME })
+      .onRequest(acp.methods.agent.initialize, ({ params }) => {
+        this.#visible = params.clientCapabilities?.subagents != null;
+        return {
+          protocolVersion: acp.PROTOCOL_VERSION,
+          agentCapabilities: { loadSession: false, promptCapabilities: { image: false, audio: false, embeddedContext: false } },
+          agentInfo: { name: SERVER_NAME, version: VERSION },
+          authMethods: [],
+        };
+      })
+      .onRequest(acp.methods.agent.session.new, ({ params }) =>
+        guard(async () => {
+          const cwd = await this.#checkedCwd(params.cwd);
+          const { session_id } = await this.#link.call<{ session_id: string }>('session.create', {});
+          const model = this.#opts.modelFor?.(cwd);
+          if (model) this.#opts.server.setSessionModel(session_id, model);
+          this.#sessions.set(session_id, new AcpSession(session_id, this.#visible, this.#link, (id, up) => this.#send(id, up), log));
+          log.info({ session_id }, 'acp session created');
+          return { sessionId: session_id };
+        }),
+      )
+      .onRequest(acp.methods.agent.session.prompt, ({ params, requestId, signal }) =>
+        guard(() => {
+          const session = this.#sessions.get(params.sessionId);
+          if (!session) {
+            const child = [...this.#sessions.values()].some((s) => s.ownsChild(params.sessionId));
+            throw child
+              ? acp.RequestError.invalidParams({ sessionId: params.sessionId }, 'a subagent session cannot be prompted; steer it with _subrun/steer')
+              : acp.RequestError.sessionNotFound(params.sessionId);
+          }
+          // $/cancel_request for this prompt (or the connection closing) cancels it like session/cancel.
+          const onAbort = () => session.cancel();
+          if (signal.aborted) onAbort();
+          else signal.addEventListener('abort', onAbort, { once: true });
+          const text = params.prompt.map((b) => (b.type === 'text' ? b.text : '')).join('');
+          return session.prompt(requestId as string | number, text).finally(() => signal.removeEventListener('abort', onAbort));
+        }),
+      )
+      .onNotification(acp.methods.agent.session.cancel, () => {
+        // Applied in the wire tap, in arrival order; by the time this runs it is done.
+      });
+    for (const method of EXTENSION_METHODS) {
+      app = app.onRequest(method, objectParams, ({ params }) => guard(() => runExtension(this.#link, method, params)));
+    }
+    return app;
+  }
+}

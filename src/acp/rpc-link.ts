@@ -1,0 +1,86 @@
+// The adapter's own connection to the RPC server, over an in-memory transport: every call the
+// adapter makes for an IDE goes through the same dispatch, authority checks (the session's slot
+// and generation), limits and error codes as a host's call, and the sessions' events reach it as
+// they reach any host. The adapter translates; the server decides.
+import { RpcCode, RpcError } from '../rpc/errors.ts';
+import type { RpcServer } from '../rpc/server.ts';
+import { memoryPair, type MemoryClient } from '../rpc/transports/memory.ts';
+
+/** One `event` notification's params, as the server sends them. */
+export interface RpcEvent {
+  readonly type: string;
+  readonly session_id: string | null;
+  readonly seq: number;
+  readonly payload: Record<string, unknown>;
+}
+
+interface Pending {
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (err: RpcError) => void;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export class RpcLink {
+  readonly #client: MemoryClient;
+  readonly #pending = new Map<number, Pending>();
+  readonly #onEvent: (event: RpcEvent) => void;
+  #next = 0;
+  #closed = false;
+
+  /** `onEvent` runs synchronously as the server sends each event, in the server's order. */
+  constructor(server: RpcServer, onEvent: (event: RpcEvent) => void) {
+    this.#onEvent = onEvent;
+    const { server: transport, client } = memoryPair();
+    client.onmessage = (text) => this.#receive(text);
+    client.onclose = () => this.#closedByServer();
+    this.#client = client;
+    server.connect(transport);
+  }
+
+  /** One call; rejects with the server's error (its code, message and data) as an RpcError. */
+  call<T = Record<string, unknown>>(method: string, params: Record<string, unknown>): Promise<T> {
+    if (this.#closed) return Promise.reject(new RpcError(RpcCode.ShuttingDown, 'server is shutting down'));
+    const id = ++this.#next;
+    const reply = new Promise<T>((resolve, reject) => this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject }));
+    this.#client.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    return reply;
+  }
+
+  close(): void {
+    this.#client.close();
+  }
+
+  #receive(text: string): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (!isRecord(msg)) return;
+    if (msg.method === 'event' && isRecord(msg.params)) {
+      const p = msg.params;
+      if (typeof p.type === 'string' && isRecord(p.payload)) {
+        this.#onEvent({ type: p.type, session_id: typeof p.session_id === 'string' ? p.session_id : null, seq: Number(p.seq), payload: p.payload });
+      }
+      return;
+    }
+    if (typeof msg.id !== 'number') return;
+    const waiter = this.#pending.get(msg.id);
+    if (!waiter) return;
+    this.#pending.delete(msg.id);
+    if (isRecord(msg.error)) {
+      const e = msg.error;
+      waiter.reject(new RpcError(typeof e.code === 'number' ? e.code : RpcCode.InternalError, typeof e.message === 'string' ? e.message : 'Internal error', e.data));
+    } else {
+      waiter.resolve(msg.result);
+    }
+  }
+
+  #closedByServer(): void {
+    this.#closed = true;
+    for (const w of this.#pending.values()) w.reject(new RpcError(RpcCode.ShuttingDown, 'server is shutting down'));
+    this.#pending.clear();
+  }
+}

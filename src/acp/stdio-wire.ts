@@ -1,0 +1,118 @@
+// ACP over stdio: newline-delimited JSON through the SDK's ndJsonStream, with three seams the SDK
+// does not give:
+// - a tap that sees every parsed inbound message synchronously, in arrival order, before the SDK
+//   dispatches it. The SDK runs handlers concurrently (a cancel's handler can run before the
+//   prompt that preceded it on the wire), so ordering per session is decided here, never by the
+//   handler schedule.
+// - a deferred end of input: if EOF reached the SDK it would close the connection at once and
+//   every later notification would fail, so the shutdown (every child's terminal update, every
+//   pending answer) runs first and only then does the SDK see the end.
+// - written-response tracking, so the shutdown can wait until every request it was sent has its
+//   answer on stdout.
+import { Readable, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk/unstable';
+import type { AnyMessage, Stream } from '@agentclientprotocol/sdk/unstable';
+
+export interface StdioWireOptions {
+  readonly input: Readable;
+  readonly output: Writable;
+  /** Every inbound message, parsed, in wire order, before the SDK sees it. Must not throw. */
+  readonly tap: (message: AnyMessage) => void;
+  /** Runs once when the input ends (EOF), before the SDK is told; the SDK closes after it settles. */
+  readonly onInputEnd: () => Promise<void>;
+}
+
+export interface StdioWire {
+  readonly stream: Stream;
+  /** Resolves once every inbound request seen so far has its response written. */
+  answered(): Promise<void>;
+  /** Ends the input as EOF does, without running onInputEnd (a shutdown begun elsewhere). */
+  endInput(): void;
+}
+
+type Id = string | number | null;
+
+/** The id the SDK will answer with, for a well-formed JSON-RPC 2.0 request; undefined otherwise. */
+function requestId(m: Record<string, unknown>): Id | undefined {
+  if (m.jsonrpc !== '2.0' || typeof m.method !== 'string' || !('id' in m)) return undefined;
+  const id = m.id;
+  return id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : undefined;
+}
+
+export function stdioWire(opts: StdioWireOptions): StdioWire {
+  const source = (Readable.toWeb(opts.input) as ReadableStream<Uint8Array>).getReader();
+  let closed = false;
+  let control!: ReadableStreamDefaultController<Uint8Array>;
+  let wake!: () => void;
+  const woken = new Promise<{ done: true; value: undefined }>((resolve) => (wake = () => resolve({ done: true, value: undefined })));
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    wake();
+    control.close();
+    void source.cancel().catch(() => undefined);
+  };
+  const input = new ReadableStream<Uint8Array>({
+    start(controller) {
+      control = controller;
+    },
+    async pull(controller) {
+      const { done, value } = await Promise.race([source.read(), woken]);
+      if (closed) return;
+      if (!done) {
+        controller.enqueue(value);
+        return;
+      }
+      await opts.onInputEnd();
+      close();
+    },
+    cancel(reason) {
+      closed = true;
+      return source.cancel(reason);
+    },
+  });
+  const raw = acp.ndJsonStream(Writable.toWeb(opts.output), input);
+
+  const unanswered = new Set<Id>();
+  const waiters: Array<() => void> = [];
+  const settle = () => {
+    if (unanswered.size > 0) return;
+    for (const w of waiters.splice(0)) w();
+  };
+  const sink = raw.writable.getWriter();
+  const writable = new WritableStream<AnyMessage>({
+    async write(message) {
+      await sink.write(message);
+      const m = message as Record<string, unknown>;
+      if ('id' in m && !('method' in m)) {
+        unanswered.delete(m.id as Id);
+        settle();
+      }
+    },
+    async close() {
+      await sink.close();
+    },
+    async abort(reason) {
+      await sink.abort(reason);
+    },
+  });
+  const readable = raw.readable.pipeThrough(
+    new TransformStream<AnyMessage, AnyMessage>({
+      transform(message, controller) {
+        const m = message as unknown as Record<string, unknown>;
+        const id = requestId(m);
+        if (id !== undefined) unanswered.add(id);
+        opts.tap(message);
+        controller.enqueue(message);
+      },
+    }),
+  );
+  return {
+    stream: { writable, readable },
+    answered() {
+      if (unanswered.size === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => waiters.push(resolve));
+    },
+    endInput: close,
+  };
+}
