@@ -150,12 +150,6 @@ const loose = z.looseObject;
 /** Checked by the handler in the protocol's order (4000, 4002/4003, 4001), so typed loosely here. */
 const anyField = z.unknown().optional();
 
-export const wireTaskSchema = loose({
-  goal: z.unknown(),
-  context: z.unknown().optional(),
-  agent: z.unknown().optional(),
-});
-
 export const paramsSchemas = {
   'server.info': loose({}),
   'session.create': loose({ title: z.string().max(512).optional() }),
@@ -190,6 +184,7 @@ export const paramsAccept = {
 } as const satisfies Partial<Record<keyof typeof paramsSchemas, (p: Record<string, unknown>) => boolean>>;
 
 export type MethodName = keyof typeof paramsSchemas;
+/** A method's params as its handler gets them (for hosts: what to send). */
 export type ParamsOf<M extends MethodName> = z.output<(typeof paramsSchemas)[M]>;
 
 // ---- method results (tests hold every reply to these) ----

@@ -2,7 +2,7 @@
 // a bounded set of recently finished children per owner so a late list or tail still finds them.
 // Scoped calls carry the caller's authority ({session_id, generation}) and treat a foreign,
 // retired or unknown child the same way: not found, revealing nothing.
-import type { InterruptResult, Scope, Steer, SteerRejection, SteerResult, TailResult } from '../delegation/types.ts';
+import type { InterruptResult, Scope, SteerRejection, SteerResult, TailResult } from '../delegation/types.ts';
 
 export type { InterruptResult, SteerRejection, SteerResult, TailResult };
 import { isFinalStatus } from '../delegation/types.ts';
@@ -20,9 +20,6 @@ export const DEFAULT_MAX_QUEUED_STEER_BYTES = 256 * 1024;
 export interface ListOptions {
   readonly include_finished?: boolean;
 }
-
-/** Called synchronously when a steer is about to be queued; throwing vetoes it. */
-export type SteerHook = (steer: Steer) => void;
 
 const LOCAL = '';
 
