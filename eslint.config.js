@@ -3,7 +3,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'coverage/**', 'bench/results/**', 'dist/**'] },
+  { ignores: ['node_modules/**', 'coverage/**', 'bench/results/**', 'dist/**', '.bench-build/**'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
