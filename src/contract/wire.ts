@@ -238,3 +238,13 @@ export const gatewayReadyPayloadSchema = z.strictObject({
   replay_epoch: z.string().min(1),
   server: z.strictObject({ name: z.string(), version: z.string() }),
 });
+
+// ---- the wire's types, inferred from the schemas above (for hosts: subrun/protocol) ----
+
+/** A method's result as the server sends it. */
+export type ResultOf<M extends keyof typeof resultSchemas> = z.output<(typeof resultSchemas)[M]>;
+/** An event's payload by its type. */
+export type EventPayloadOf<T extends EventType> = z.output<(typeof eventPayloadSchemas)[T]>;
+/** The envelope of every `event` notification. */
+export type WireEvent = z.output<typeof wireEventSchema>;
+export type GatewayReadyPayload = z.output<typeof gatewayReadyPayloadSchema>;
