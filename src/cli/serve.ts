@@ -19,6 +19,7 @@ import { MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../rpc/reply-budget.ts';
 import { RpcServer } from '../rpc/server.ts';
 import { stdioTransport, type StdioTransport } from '../rpc/transports/stdio.ts';
 import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/transports/ws.ts';
+import { createHttpApi } from '../http/api.ts';
 
 export const SERVE_FLAGS = [
   { flag: 'stdio', kind: 'bool', help: 'serve one host over stdin/stdout (exactly one of --stdio, --ws, --acp)' },
@@ -45,6 +46,7 @@ export const SERVE_FLAGS = [
   { flag: 'retain-finished', env: 'SUBRUN_RETAIN_FINISHED', kind: 'int', min: 0, max: 100_000, help: 'finished children kept per session for list and tail (default 100)' },
   // setTimeout's limit: a longer deadline would fire at once.
   { flag: 'shutdown-grace-ms', env: 'SUBRUN_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 2_147_483_647, help: 'on shutdown, how long peers have to read their completions before they are cut (default 5000)' },
+  { flag: 'ui-dir', env: 'SUBRUN_UI_DIR', kind: 'string', arg: 'DIR', help: "the directory served under /ui/ with --ws (default: the package's dashboard)" },
   { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string', arg: 'L', help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)' },
   { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string', arg: 'R', help: 'runner of tasks without an agent: scripted or openai (default scripted)' },
   ...MODEL_FLAGS,
@@ -159,6 +161,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (v.ws) {
     const generated = v.token === undefined;
     const token = v.token ?? randomBytes(24).toString('base64url');
+    const maxOut = v['max-outbound-bytes'];
+    // One listener: the WebSocket, the HTTP API, its event streams and the dashboard.
+    const http = createHttpApi(server, { token, logger, ui_dir: v['ui-dir'], max_outbound_bytes: maxOut });
     listener = await listenWs(
       {
         host: v.host ?? '127.0.0.1',
@@ -167,13 +172,16 @@ export async function serve(argv: readonly string[]): Promise<number> {
         allow_origins: v['allow-origin'] ?? [],
         max_message_bytes: server.limits.max_message_bytes,
         heartbeat_ms: v['heartbeat-ms'],
-        max_outbound_bytes: v['max-outbound-bytes'],
+        max_outbound_bytes: maxOut,
         shutdown_grace_ms: grace,
         logger,
+        onRequest: http.handle,
       },
       (t) => server.connect(t),
     );
     process.stderr.write(`subrun listening on ${listener.url}\n`);
+    // The token is in the link (the page trades it for a cookie and drops it from the address).
+    process.stderr.write(`subrun dashboard: ${listener.url.replace(/^ws:/, 'http:')}ui/?token=${encodeURIComponent(token)}\n`);
     const host = v.host ?? '127.0.0.1';
     if (!isLoopback(host)) {
       process.stderr.write(`subrun: warning: listening on ${host}, not loopback: any host that can reach it may try the token\n`);

@@ -114,6 +114,8 @@ export const eventPayloadSchemas = {
   'tool.start': z.strictObject({ turn_id: id, tool_name: z.string(), preview: z.string() }),
   'tool.complete': z.strictObject({ turn_id: id, tool_name: z.string(), ok: z.boolean(), preview: z.string() }),
   'session.steer.delivered': z.strictObject({ turn_id: id, steer_id: id, text: z.string() }),
+  /** The session had live children and has none left, every completion sent: the tree is quiet. */
+  'session.idle': z.strictObject({ session_id: id, generation: z.number().int().positive() }),
 } as const;
 
 export type EventType = keyof typeof eventPayloadSchemas;
@@ -149,27 +151,35 @@ export const wireEventSchema = z
 const loose = z.looseObject;
 /** Checked by the handler in the protocol's order (4000, 4002/4003, 4001), so typed loosely here. */
 const anyField = z.unknown().optional();
+/** 1 to 255 visible ASCII characters (section 5 of the HTTP API). */
+const idempotencyKey = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]+$/, 'expected 1 to 255 visible ASCII characters')
+  .optional();
 
 export const paramsSchemas = {
   'server.info': loose({}),
   'session.create': loose({ title: z.string().max(512).optional() }),
   'session.attach': loose({ session_id: anyField, session_key: anyField }),
   'session.detach': loose({ session_id: anyField }),
-  'session.reset': loose({ session_id: anyField }),
+  'session.reset': loose({ session_id: anyField, idempotency_key: idempotencyKey }),
   'session.close': loose({ session_id: anyField }),
   'session.events.since': loose({ session_id: anyField, session_key: anyField, last_seen: z.number().int().nonnegative().nullable().optional() }),
   'delegation.spawn': loose({
     session_id: anyField,
     tasks: anyField,
     timeout_ms: z.number().int().positive().optional(),
+    idempotency_key: idempotencyKey,
   }),
   'delegation.result': loose({ session_id: anyField, delegation_id: anyField }),
   'delegation.status': loose({ session_id: anyField }),
   'delegation.pause': loose({ session_id: anyField, paused: z.boolean().optional() }),
   'subagent.list': loose({ session_id: anyField, include_finished: z.boolean().optional() }),
   'subagent.tail': loose({ session_id: anyField, subagent_id: anyField, since: z.number().int().nonnegative().optional() }),
-  'subagent.steer': loose({ session_id: anyField, subagent_id: anyField, text: anyField }),
-  'subagent.interrupt': loose({ session_id: anyField, subagent_id: anyField }),
+  'subagent.steer': loose({ session_id: anyField, subagent_id: anyField, text: anyField, idempotency_key: idempotencyKey }),
+  'subagent.interrupt': loose({ session_id: anyField, subagent_id: anyField, idempotency_key: idempotencyKey }),
   'prompt.submit': loose({ session_id: anyField, text: anyField }),
   'session.steer': loose({ session_id: anyField, text: anyField }),
   'session.interrupt': loose({ session_id: anyField }),
@@ -189,6 +199,9 @@ export type ParamsOf<M extends MethodName> = z.output<(typeof paramsSchemas)[M]>
 
 // ---- method results (tests hold every reply to these) ----
 
+/** Present (and true) only on the kept answer of a repeated idempotency key. */
+const replayFlag = z.literal(true).optional();
+
 export const resultSchemas = {
   'server.info': z.strictObject({
     name: z.string(),
@@ -201,7 +214,7 @@ export const resultSchemas = {
   'session.create': z.strictObject({ session_id: id, session_key: z.string().min(16), generation: z.number().int().positive() }),
   'session.attach': z.strictObject({ session_id: id, generation: z.number().int().positive(), live_subagents: z.number().int().nonnegative() }),
   'session.detach': z.strictObject({ detached: z.literal(true) }),
-  'session.reset': z.strictObject({ session_id: id, generation: z.number().int().positive() }),
+  'session.reset': z.strictObject({ session_id: id, generation: z.number().int().positive(), idempotent_replay: replayFlag }),
   'session.close': z.strictObject({ closed: z.literal(true), interrupted: z.number().int().nonnegative() }),
   'session.events.since': z.strictObject({
     events: z.array(wireEventSchema),
@@ -211,7 +224,7 @@ export const resultSchemas = {
     epoch: z.string().min(1),
     open_requests: z.array(z.unknown()),
   }),
-  'delegation.spawn': z.strictObject({ status: z.literal('dispatched'), delegation_id: id, subagent_ids: z.array(id), count: z.number().int().positive() }),
+  'delegation.spawn': z.strictObject({ status: z.literal('dispatched'), delegation_id: id, subagent_ids: z.array(id), count: z.number().int().positive(), idempotent_replay: replayFlag }),
   'delegation.result': z.strictObject({ delegation_id: id, done: z.boolean(), results: z.array(completionEntrySchema) }),
   'delegation.status': z.strictObject({
     active: z.array(snapshotSchema),
@@ -222,8 +235,11 @@ export const resultSchemas = {
   'delegation.pause': z.strictObject({ paused: z.boolean() }),
   'subagent.list': z.strictObject({ subagents: z.array(snapshotSchema), delegations: z.array(z.never()) }),
   'subagent.tail': tailResultSchema,
-  'subagent.steer': steerResultSchema,
-  'subagent.interrupt': interruptResultSchema,
+  'subagent.steer': z.union([
+    z.strictObject({ status: z.literal('queued'), subagent_id: id, text: z.string(), steer_id: id, idempotent_replay: replayFlag }),
+    z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), idempotent_replay: replayFlag }),
+  ]),
+  'subagent.interrupt': interruptResultSchema.extend({ idempotent_replay: replayFlag }),
   'prompt.submit': z.strictObject({ status: z.literal('started'), turn_id: id }),
   'session.steer': z.union([
     z.strictObject({ session_id: id, status: z.literal('queued'), text: z.string(), steer_id: id }),

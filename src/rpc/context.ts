@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import type { Logger } from '../log.ts';
 import type { Runtime } from '../delegation/runtime.ts';
 import type { DelegationLedger } from './delegation-ledger.ts';
+import type { IdempotencyStore } from './idempotency.ts';
 import type { ParentAgent } from '../agent/parent-agent.ts';
 import type { SessionStore } from './sessions.ts';
 
@@ -27,6 +28,8 @@ export interface ServerState {
   readonly runtime: Runtime;
   readonly sessions: SessionStore;
   readonly ledger: DelegationLedger;
+  /** The kept answers of keyed calls (idempotency keys), per session and method. */
+  readonly idempotency: IdempotencyStore;
   readonly limits: ServerLimits;
   readonly info: { readonly name: string; readonly version: string };
   /** Names this server process in gateway.ready and replays (new on every start). */

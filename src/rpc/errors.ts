@@ -23,12 +23,16 @@ export const RpcCode = {
   DelegationNotFound: 4004,
   /** The child already holds as many undelivered steers as it may (count or bytes). */
   SteerQueueFull: 4005,
+  /** HTTP only: a steer the caller's own child no longer accepts (finished or finishing). JSON-RPC answers `rejected`. */
+  NotAcceptingSteer: 4006,
   SpawnPaused: 4011,
   TooManyTasks: 4012,
   /** prompt.submit while the session's parent turn is still running. */
   TurnRunning: 4013,
   /** prompt.submit on a server started without a model. */
   NoModel: 4014,
+  /** The same idempotency key (same session and method) with different params. */
+  IdempotencyConflict: 4015,
 } as const;
 export type RpcCode = (typeof RpcCode)[keyof typeof RpcCode];
 

@@ -24,6 +24,9 @@ import { subagentMethods } from './methods/subagent.ts';
 import { ParentAgent } from '../agent/parent-agent.ts';
 import { EVENT_TYPES, PROTOCOL_VERSION } from '../contract/wire.ts';
 import { DEFAULT_REPLAY_LIMITS } from './replay-ring.ts';
+import { IDEMPOTENT_METHODS, IdempotencyStore, idempotent, type IdempotentMethodDef, type Keyed } from './idempotency.ts';
+import { IdleWatch } from './idle-watch.ts';
+import { toRpcError } from './errors.ts';
 import { SessionStore, type Session } from './sessions.ts';
 import type { Transport } from './transports/transport.ts';
 
@@ -60,10 +63,23 @@ export interface ServerOptions {
   readonly logger?: Logger;
 }
 
-/** Every method the server answers, by name: the dispatch table. */
+/** Every method the server answers, by name: the dispatch table. The control methods honour idempotency keys. */
 export const METHODS: ReadonlyMap<string, MethodDef> = new Map(
-  Object.entries({ ...serverMethods, ...sessionMethods, ...delegationMethods, ...subagentMethods, ...parentMethods }),
+  Object.entries({ ...serverMethods, ...sessionMethods, ...delegationMethods, ...subagentMethods, ...parentMethods }).map(([name, def]) => [
+    name,
+    IDEMPOTENT_METHODS.includes(name) ? idempotent(name, def) : def,
+  ]),
 );
+
+/**
+ * Something other than a JSON-RPC connection that takes a session's events as a transport in its
+ * slot would (an SSE stream): the same envelope text, in seq order, nothing skipped.
+ */
+export interface EventSink {
+  event(seq: number, type: string, text: string): void;
+  /** The session closed or the server is shutting down: nothing more will come. */
+  close(): void;
+}
 
 export const CATALOG: { readonly methods: readonly string[]; readonly events: readonly string[] } = catalog;
 
@@ -78,6 +94,10 @@ export class RpcServer {
   readonly #parents = new Map<string, ParentAgent>();
   /** Sessions whose parent agent runs on a model configuration of their own (setSessionModel). */
   readonly #sessionModels = new Map<string, OpenAIRunnerConfig>();
+  readonly #sinks = new Map<string, { readonly sink: EventSink; readonly session_id: string }>();
+  readonly #idle = new IdleWatch();
+  readonly #idempotency: IdempotencyStore;
+  #nextTransient = 0;
   readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #state: ServerState & { draining: boolean };
@@ -87,6 +107,7 @@ export class RpcServer {
     this.#logger = options.logger ?? silentLogger;
     this.#clock = options.clock ?? systemClock;
     const ids = options.ids ?? randomIds;
+    this.#idempotency = new IdempotencyStore(this.#clock);
     this.runtime = createRuntime({
       ...options.runtime,
       runner_kinds: { ...options.runtime?.runner_kinds, openai: openaiKind(options.openai) },
@@ -124,12 +145,19 @@ export class RpcServer {
         this.#sessionModels.delete(session_id);
         this.runtime.releaseSession(session_id);
         this.#ledger.forget(session_id);
+        this.#idempotency.forget(session_id);
+        for (const [id, s] of [...this.#sinks]) {
+          if (s.session_id !== session_id) continue;
+          this.#sinks.delete(id);
+          s.sink.close();
+        }
       },
     });
     this.#state = {
       runtime: this.runtime,
       sessions: this.sessions,
       ledger: this.#ledger,
+      idempotency: this.#idempotency,
       limits: this.limits,
       info: { name: SERVER_NAME, version: VERSION },
       replay_epoch: this.replay_epoch,
@@ -173,6 +201,9 @@ export class RpcServer {
       if (!session || session.generation !== owner.generation) return;
       this.#ledger.observe(event, owner);
       this.#route(session, event);
+      if (this.#idle.observe(session, event.type)) {
+        this.#send(session, 'session.idle', this.#clock.now() / 1000, { session_id: session.session_id, generation: session.generation });
+      }
     });
   }
 
@@ -184,6 +215,52 @@ export class RpcServer {
    */
   setSessionModel(session_id: string, config: OpenAIRunnerConfig): void {
     if (this.sessions.get(session_id)) this.#sessionModels.set(session_id, config);
+  }
+
+  /** A fresh transport id for one call that arrives outside any connection (an HTTP request). */
+  transientId(): string {
+    return `http_${++this.#nextTransient}`;
+  }
+
+  /**
+   * Runs one method as a JSON-RPC call from `transport` would run: the same handler, params
+   * schema, authority and errors (thrown as RpcError). `replayed` is set when an idempotency key
+   * returned a kept answer. The value may be a promise for a method that answers asynchronously.
+   */
+  invoke(method: string, params: Record<string, unknown>, transport: string): Keyed {
+    const def = METHODS.get(method);
+    if (!def) throw new Error(`no method ${method}`);
+    try {
+      const p = def.params.parse(params) as Record<string, unknown>;
+      const ctx = { server: this.#state, transport };
+      return 'keyed' in def ? (def as IdempotentMethodDef).keyed(p, ctx) : { value: def.handle(p, ctx), replayed: false };
+    } catch (err) {
+      throw toRpcError(err, (e) => this.#logger.error({ err: e, method }, 'method failed'));
+    }
+  }
+
+  /** The server's state as method handlers see it (for the HTTP layer's reads). */
+  get state(): ServerState {
+    return this.#state;
+  }
+
+  /**
+   * Puts `sink` in the session's slot, as a transport (so the session is not parked while it is
+   * there), if `session_key` is the session's key; otherwise 4001. Events from the next one on
+   * reach it: whatever the caller reads from the session in the same synchronous step is the state
+   * just before them.
+   */
+  attachSink(session_id: unknown, session_key: unknown, sink: EventSink): { id: string; session: Session } {
+    const id = `sse_${++this.#nextTransient}`;
+    const session = this.sessions.attach(session_id, session_key, id);
+    this.#sinks.set(id, { sink, session_id: session.session_id });
+    return { id, session };
+  }
+
+  /** Takes a sink out of its slot (the stream ended); the session parks if nothing else is attached. */
+  detachSink(id: string): void {
+    if (!this.#sinks.delete(id)) return;
+    this.sessions.transportClosed(id);
   }
 
   get connectionCount(): number {
@@ -231,6 +308,8 @@ export class RpcServer {
     this.#state.draining = true;
     await this.runtime.shutdown();
     for (const conn of [...this.#connections.values()]) conn.close('server shutting down');
+    for (const s of [...this.#sinks.values()]) s.sink.close();
+    this.#sinks.clear();
     this.sessions.closeAll();
   }
 
@@ -291,6 +370,10 @@ export class RpcServer {
     }
     session.seq = seq;
     session.replay.push(seq, text);
-    for (const transport of session.slot) this.#connections.get(transport)?.notifyEvent(text);
+    for (const transport of session.slot) {
+      const conn = this.#connections.get(transport);
+      if (conn) conn.notifyEvent(text);
+      else this.#sinks.get(transport)?.sink.event(seq, type, text);
+    }
   }
 }

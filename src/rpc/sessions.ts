@@ -14,6 +14,8 @@ import { ReplayRing, type ReplayLimits } from './replay-ring.ts';
 export interface Session {
   readonly session_id: string;
   readonly title: string | undefined;
+  /** Unix seconds. */
+  readonly created_at: number;
   generation: number;
   /** Transport ids attached now. */
   readonly slot: Set<string>;
@@ -59,6 +61,7 @@ export class SessionStore {
     const state: SessionState = {
       session_id,
       title,
+      created_at: this.#opts.clock.now() / 1000,
       generation: 1,
       slot: new Set([transport]),
       seq: 0,

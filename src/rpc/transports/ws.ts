@@ -9,13 +9,28 @@
 // was already sent. A peer that reads it all and answers the close leaves cleanly; whatever is
 // still open after `shutdown_grace_ms` is destroyed, so no peer, authenticated or not, can hold
 // the process.
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
 import type { Logger } from '../../log.ts';
 import type { Transport } from './transport.ts';
+import { targetOf, TokenCheck } from './auth.ts';
+
+/** What a plain HTTP request handler on the same listener is told about it. */
+export interface ListenerContext {
+  /** True for the server's own origins and the allowed ones. */
+  isAllowedOrigin(origin: string): boolean;
+  /** False once shutdown began: the handler should answer with `Connection: close`. */
+  readonly accepting: boolean;
+  /**
+   * Marks the request's socket as owed a long answer (an event stream): shutdown then treats it
+   * like a WebSocket (kept until the server closes it, within the grace) instead of dropping it.
+   */
+  owe(): void;
+}
+
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse, ctx: ListenerContext) => void;
 
 export interface WsOptions {
   readonly host: string;
@@ -31,6 +46,11 @@ export interface WsOptions {
   /** How long close() lets peers read what they were sent and answer the close. Default 0: cut at once. */
   readonly shutdown_grace_ms?: number;
   readonly logger: Logger;
+  /**
+   * Plain HTTP requests on the same host:port (the HTTP API, the dashboard). Without one, every
+   * plain request is 426 Upgrade Required.
+   */
+  readonly onRequest?: RequestHandler;
 }
 
 export interface WsListener {
@@ -57,17 +77,6 @@ export function isLoopback(host: string): boolean {
 /** Logged (with `peers` and `grace_ms`) when a shutdown deadline cuts peers still reading. */
 export const CUT_MESSAGE = 'shutdown deadline passed: cutting peers that did not finish reading';
 
-const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-
-/** The request target as a URL; undefined if it does not parse (e.g. `//[`): never a throw. */
-function targetOf(req: IncomingMessage): URL | undefined {
-  try {
-    return new URL(req.url ?? '/', 'http://localhost');
-  } catch {
-    return undefined;
-  }
-}
-
 export function tokenOf(req: IncomingMessage): string | undefined {
   const auth = req.headers.authorization;
   if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim();
@@ -80,7 +89,7 @@ function refuse(socket: Duplex, status: number, reason: string): void {
 
 /** Starts listening; `connect` adopts each accepted socket as a transport. */
 export async function listenWs(opts: WsOptions, connect: (t: Transport) => void): Promise<WsListener> {
-  const expected = digest(opts.token);
+  const check = new TokenCheck(opts.token);
   const heartbeat = opts.heartbeat_ms ?? 30_000;
   const maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
   const grace = opts.shutdown_grace_ms ?? 0;
@@ -93,16 +102,36 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
     perMessageDeflate: false,
     closeTimeout: Math.max(30_000, grace + 1_000),
   } as ServerOptions);
-  const http = createServer((_req, res) => {
-    res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket' });
-    res.end('Upgrade Required');
-  });
   let allowed = new Set<string>();
+  const isAllowedOrigin = (origin: string) => allowed.has(origin.toLowerCase());
+  const http = createServer((req, res) => {
+    if (!opts.onRequest) {
+      res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket' });
+      res.end('Upgrade Required');
+      return;
+    }
+    // A request in flight is owed its answer: shutdown drops only idle sockets. Once shutdown
+    // began, a socket whose answer is out is ended (no keep-alive holds the process).
+    const socket = req.socket;
+    busy.add(socket);
+    res.once('close', () => {
+      busy.delete(socket);
+      if (!accepting) socket.end();
+    });
+    opts.onRequest(req, res, {
+      isAllowedOrigin,
+      get accepting() {
+        return accepting;
+      },
+      owe: () => upgraded.add(socket),
+    });
+  });
 
   // Every accepted TCP socket, upgraded or not: shutdown must be able to reach each one (the HTTP
   // server's own close() waits for them, however long a peer keeps one open).
   const sockets = new Set<Duplex>();
   const upgraded = new WeakSet<Duplex>();
+  const busy = new Set<Duplex>();
   let emptied: (() => void) | undefined;
   http.on('connection', (socket: Duplex) => {
     sockets.add(socket);
@@ -121,10 +150,13 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
     const target = targetOf(req);
     if (!target) return refuse(socket, 400, 'Bad Request');
     if (target.pathname !== '/') return refuse(socket, 404, 'Not Found');
-    const given = tokenOf(req);
-    if (given === undefined || !timingSafeEqual(digest(given), expected)) return refuse(socket, 401, 'Unauthorized');
+    const auth = check.of(req, true);
+    if (auth === undefined) return refuse(socket, 401, 'Unauthorized');
+    // A browser's cookie rides along on any page's request: an upgrade it authenticates must come
+    // from an allowed page. With the token itself, an Origin header, when present, must be allowed.
     const origin = req.headers.origin;
-    if (origin !== undefined && !allowed.has(origin.toLowerCase())) return refuse(socket, 403, 'Forbidden');
+    if (auth === 'cookie' && origin === undefined) return refuse(socket, 403, 'Forbidden');
+    if (origin !== undefined && !isAllowedOrigin(origin)) return refuse(socket, 403, 'Forbidden');
     wss.handleUpgrade(req, socket, head, (ws) => {
       upgraded.add(socket);
       // noServer mode: ws does not emit 'connection' itself, and the heartbeat listens for it.
@@ -172,7 +204,7 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
     accepting = false;
     clearInterval(pinger);
     portClosed = new Promise<void>((resolve) => http.close(() => resolve()));
-    for (const socket of sockets) if (!upgraded.has(socket)) socket.destroy();
+    for (const socket of sockets) if (!upgraded.has(socket) && !busy.has(socket)) socket.destroy();
   };
 
   let closing: Promise<void> | undefined;

@@ -1,0 +1,120 @@
+// The HTTP side of the one listener: `GET /health`, `GET /` (to the dashboard), the `/v1/` API and
+// the dashboard's files under `/ui/`. WebSocket upgrades never reach here (ws.ts takes them).
+//
+// Order of the checks on /v1/: the token (401, before anything about the path is revealed), the
+// route (404 the same for every unknown path; 405 with Allow), the Origin (403), the body (415,
+// 413, 400), then the method's own checks, whose errors are the JSON-RPC ones mapped to statuses.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../log.ts';
+import { RpcCode, RpcError } from '../rpc/errors.ts';
+import type { RpcServer } from '../rpc/server.ts';
+import { TokenCheck } from '../rpc/transports/auth.ts';
+import type { ListenerContext, RequestHandler } from '../rpc/transports/ws.ts';
+import { VERSION } from '../version.ts';
+import { readBody } from './body.ts';
+import { errorAnswer, HttpCode, httpError, notFound, send, type Answer } from './respond.ts';
+import { buildRoutes, match, type Route } from './routes.ts';
+import { SseHub, type SseOptions } from './sse.ts';
+import { DEFAULT_UI_DIR, UiFiles } from './ui.ts';
+
+export interface HttpApiOptions {
+  readonly token: string;
+  readonly logger: Logger;
+  /** The dashboard's directory. Default: the package's own (src/http/ui/). */
+  readonly ui_dir?: string;
+  /** Unsent bytes one event stream may hold (the WebSocket's bound). Default 8 MiB. */
+  readonly max_outbound_bytes?: number;
+  readonly sse?: Omit<SseOptions, 'max_outbound_bytes'>;
+}
+
+export interface HttpApi {
+  readonly handle: RequestHandler;
+  readonly sse: SseHub;
+}
+
+const WRITES = new Set(['POST', 'DELETE', 'PUT', 'PATCH']);
+
+export function createHttpApi(server: RpcServer, opts: HttpApiOptions): HttpApi {
+  const check = new TokenCheck(opts.token);
+  const maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
+  const sse = new SseHub(server, opts.logger, { ...opts.sse, max_outbound_bytes: maxOut });
+  const ui = new UiFiles(opts.ui_dir ?? DEFAULT_UI_DIR, opts.token, check);
+  let dashboard = false;
+  void ui.present().then((yes) => (dashboard = yes));
+  const routes: Route[] = buildRoutes({
+    server,
+    sse,
+    max_outbound_bytes: maxOut,
+    features: () => ({ sse: true, resume: true, idempotency: true, session_idle: true, single_user: false, dashboard }),
+  });
+
+  const api = async (req: IncomingMessage, res: ServerResponse, ctx: ListenerContext, url: URL): Promise<Answer | 'streamed'> => {
+    const auth = check.of(req);
+    if (auth === undefined) return httpError(HttpCode.Unauthorized, 'unauthorized', { 'WWW-Authenticate': 'Bearer' });
+    const found = match(routes, url.pathname.split('/').slice(1));
+    if (!found) return notFound();
+    const method = req.method ?? 'GET';
+    const handler = found.route.methods[method as 'GET'];
+    if (!handler) {
+      req.resume();
+      return { ...httpError(RpcCode.MethodNotFound, 'method not allowed'), status: 405, headers: { Allow: Object.keys(found.route.methods).join(', ') } };
+    }
+    // A browser sends its cookie with any page's request: a change it authenticates must come
+    // from an allowed page. A foreign page's Origin is refused whatever the credentials.
+    const origin = req.headers.origin;
+    if (origin !== undefined && !ctx.isAllowedOrigin(origin)) return httpError(HttpCode.Forbidden, 'origin not allowed');
+    if (auth === 'cookie' && WRITES.has(method) && origin === undefined) return httpError(HttpCode.Forbidden, 'origin required');
+    let body: Record<string, unknown> = {};
+    if (method !== 'GET') {
+      const read = await readBody(req, server.limits.max_message_bytes);
+      if (!read.ok) return read.answer;
+      body = read.value;
+    } else req.resume();
+    return handler({ req, res, ctx, url, params: found.params, body });
+  };
+
+  const handle: RequestHandler = (req, res, ctx) => {
+    const closing = !ctx.accepting;
+    const reply = (a: Answer) => send(res, a, closing);
+    const fail = (err: unknown) => {
+      if (err instanceof RpcError) return reply(errorAnswer(err));
+      opts.logger.error({ err }, 'HTTP request failed');
+      reply(httpError(RpcCode.InternalError, 'Internal error'));
+    };
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      req.resume();
+      return reply(httpError(RpcCode.InvalidRequest, 'bad request target'));
+    }
+    try {
+      const path = url.pathname;
+      if (path === '/health') {
+        req.resume();
+        return reply({ status: 200, body: { status: 'ok', version: VERSION } });
+      }
+      if (path === '/') {
+        req.resume();
+        return reply({ status: 302, body: {}, headers: { Location: '/ui/' } });
+      }
+      if (path === '/ui' || path.startsWith('/ui/')) {
+        req.resume();
+        ui.serve(req, res, url, closing).catch(fail);
+        return;
+      }
+      if (path === '/v1' || path.startsWith('/v1/')) {
+        api(req, res, ctx, url).then((a) => {
+          if (a !== 'streamed') reply(a);
+        }, fail);
+        return;
+      }
+      req.resume();
+      reply(notFound());
+    } catch (err) {
+      fail(err);
+    }
+  };
+
+  return { handle, sse };
+}

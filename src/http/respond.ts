@@ -1,0 +1,82 @@
+// Answers of the HTTP API: JSON bodies, and the one error shape `{error: {code, message, data?}}`
+// with the JSON-RPC code, mapped to an HTTP status here and nowhere else.
+import type { ServerResponse } from 'node:http';
+import { RpcCode, RpcError } from '../rpc/errors.ts';
+import { JsonText } from '../rpc/json-text.ts';
+
+/** HTTP-only refusals, with the JSON-RPC code that fits each. */
+export const HttpCode = {
+  /** No or wrong credentials. */
+  Unauthorized: 4007,
+  /** A cookie request without an allowed Origin, or a listing this mode does not offer. */
+  Forbidden: 4008,
+} as const;
+
+const STATUS: ReadonlyMap<number, number> = new Map([
+  [RpcCode.ParseError, 400],
+  [RpcCode.InvalidRequest, 400],
+  [RpcCode.InvalidParams, 400],
+  [RpcCode.IdRequired, 400],
+  [RpcCode.TextRequired, 400],
+  [RpcCode.TextTooLong, 400],
+  [RpcCode.NotOwned, 404],
+  [RpcCode.DelegationNotFound, 404],
+  [RpcCode.SteerQueueFull, 429],
+  [RpcCode.NotAcceptingSteer, 409],
+  [RpcCode.SpawnPaused, 409],
+  [RpcCode.TooManyTasks, 422],
+  [RpcCode.TurnRunning, 409],
+  [RpcCode.NoModel, 422],
+  [RpcCode.IdempotencyConflict, 409],
+  [RpcCode.ShuttingDown, 503],
+  [RpcCode.ResponseTooLarge, 500],
+  [RpcCode.InternalError, 500],
+  [HttpCode.Unauthorized, 401],
+  [HttpCode.Forbidden, 403],
+]);
+
+export function statusOf(code: number): number {
+  return STATUS.get(code) ?? 500;
+}
+
+/**
+ * The one answer for everything that is not the caller's, whatever the reason (unknown, closed or
+ * expired session, wrong key, foreign, unknown or retired child, unknown path): byte for byte.
+ */
+export const NOT_FOUND_BODY = '{"error":{"code":4001,"message":"not found"}}';
+
+export interface Answer {
+  readonly status: number;
+  /** A value to serialise, or JSON text already built. */
+  readonly body: unknown;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export const answer = (status: number, body: unknown, headers?: Record<string, string>): Answer => ({ status, body, headers });
+
+/** The answer for a wire error: its status, and its code, message and data as they are. */
+export function errorAnswer(err: RpcError, headers?: Record<string, string>): Answer {
+  if (err.code === RpcCode.NotOwned) return { status: 404, body: new JsonText(NOT_FOUND_BODY), headers };
+  const extra = err.code === RpcCode.ShuttingDown ? { 'Retry-After': '5', ...headers } : headers;
+  return { status: statusOf(err.code), body: { error: err.toJSON() }, headers: extra };
+}
+
+export const notFound = (): Answer => ({ status: 404, body: new JsonText(NOT_FOUND_BODY) });
+
+export const httpError = (code: number, message: string, headers?: Record<string, string>, data?: unknown): Answer =>
+  errorAnswer(new RpcError(code, message, data), headers);
+
+/** Writes a JSON answer (the connection closes after it once shutdown began). */
+export function send(res: ServerResponse, a: Answer, closing: boolean): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = a.body instanceof JsonText ? a.body.text : JSON.stringify(a.body);
+  res.writeHead(a.status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text, 'utf8'),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    ...(closing ? { Connection: 'close' } : {}),
+    ...a.headers,
+  });
+  res.end(text);
+}

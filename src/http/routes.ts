@@ -1,0 +1,315 @@
+// The resources of /v1/: each one a translation of a JSON-RPC method, run through the server's own
+// dispatch (RpcServer#invoke) as a call from a transport attached to the session for this one
+// request. So authority, limits, errors and idempotency are the JSON-RPC ones; only the framing
+// and the status codes are HTTP's. A request names its session in the path and proves it with the
+// session key; anything not the caller's is the same 404.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { RpcCode, RpcError } from '../rpc/errors.ts';
+import { IDEMPOTENCY_TTL_MS, MAX_KEYS_PER_SESSION } from '../rpc/idempotency.ts';
+import type { Keyed } from '../rpc/idempotency.ts';
+import type { RpcServer } from '../rpc/server.ts';
+import type { Session } from '../rpc/sessions.ts';
+import type { ListenerContext } from '../rpc/transports/ws.ts';
+import { PROTOCOL_VERSION } from '../contract/wire.ts';
+import { SERVER_NAME, VERSION } from '../version.ts';
+import { answer, errorAnswer, HttpCode, httpError, notFound, type Answer } from './respond.ts';
+import { cursorOf, type SseHub } from './sse.ts';
+
+/** The longest `?wait=` on a delegation, in seconds. */
+export const MAX_WAIT_SECONDS = 60;
+
+export interface Call {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly ctx: ListenerContext;
+  readonly url: URL;
+  readonly params: Readonly<Record<string, string>>;
+  readonly body: Record<string, unknown>;
+}
+
+/** An answer, or `streamed` when the handler wrote the response itself (the event stream). */
+export type Handler = (call: Call) => Answer | 'streamed' | Promise<Answer | 'streamed'>;
+
+export interface Route {
+  readonly path: readonly string[];
+  readonly methods: Readonly<Partial<Record<'GET' | 'POST' | 'DELETE', Handler>>>;
+}
+
+export interface RouteDeps {
+  readonly server: RpcServer;
+  readonly sse: SseHub;
+  readonly features: () => Record<string, boolean>;
+  readonly max_outbound_bytes: number;
+}
+
+/** The session key of a request: the header, or on GET the query (an EventSource sets no header). */
+function keyOf(call: Call): string | undefined {
+  const h = call.req.headers['x-subrun-session-key'];
+  if (typeof h === 'string') return h;
+  return call.req.method === 'GET' ? (call.url.searchParams.get('session_key') ?? undefined) : undefined;
+}
+
+function idempotencyKeyOf(call: Call): string | undefined {
+  const h = call.req.headers['idempotency-key'];
+  return typeof h === 'string' ? h : undefined;
+}
+
+const boolQuery = (url: URL, name: string): boolean | undefined | 'bad' => {
+  const v = url.searchParams.get(name);
+  if (v === null) return undefined;
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  return 'bad';
+};
+
+const badQuery = (name: string, message: string): Answer =>
+  httpError(RpcCode.InvalidParams, `invalid params: ${name}: ${message}`, undefined, { issues: [{ path: name, message }] });
+
+export function buildRoutes(deps: RouteDeps): Route[] {
+  const { server, sse } = deps;
+
+  /**
+   * Runs `fn` with the session attached to a transport of its own for this request (so the
+   * handlers' authority checks pass exactly when the key is right); detached again after, which
+   * parks the session anew if nothing else is attached: each request renews its park time.
+   */
+  const within = <T>(call: Call, fn: (transport: string, session: Session) => T): T => {
+    const sid = call.params.sid as string;
+    const transport = server.transientId();
+    const session = server.sessions.attach(sid, keyOf(call), transport);
+    try {
+      return fn(transport, session);
+    } finally {
+      if (server.sessions.get(sid)?.slot.has(transport)) server.sessions.detach(sid, transport);
+    }
+  };
+
+  const invoke = (call: Call, method: string, params: Record<string, unknown>): { keyed: Keyed; session: Session } =>
+    within(call, (transport, session) => ({ keyed: server.invoke(method, { ...params, session_id: session.session_id }, transport), session }));
+
+  const visible = (session: Session, subagent_id: string): boolean =>
+    server.runtime.scoped.list(server.sessions.scopeOf(session), { include_finished: true }).some((s) => s.subagent_id === subagent_id);
+
+  /** The status of a first answer, kept with it, so a replay maps to the very same status. */
+  const statusOfValue = new WeakMap<object, Answer>();
+  const keyedAnswer = (keyed: Keyed, first: () => Answer): Answer => {
+    const value = keyed.value as object;
+    let a = statusOfValue.get(value);
+    if (!a) statusOfValue.set(value, (a = first()));
+    return keyed.replayed ? { ...a, headers: { ...a.headers, 'Idempotency-Replayed': 'true' } } : a;
+  };
+  /** Domain errors of a keyed call are kept too; a replayed one says so. */
+  const keyedCall = (call: Call, method: string, params: Record<string, unknown>, map: (keyed: Keyed, session: Session) => Answer): Answer => {
+    const key = idempotencyKeyOf(call);
+    try {
+      const { keyed, session } = invoke(call, method, key === undefined ? params : { ...params, idempotency_key: key });
+      return map(keyed, session);
+    } catch (err) {
+      if (!(err instanceof RpcError)) throw err;
+      const replayed = key !== undefined && replayedErrors.has(err);
+      if (key !== undefined) replayedErrors.add(err);
+      return errorAnswer(err, replayed ? { 'Idempotency-Replayed': 'true' } : undefined);
+    }
+  };
+  const replayedErrors = new WeakSet<RpcError>();
+
+  const plain = (call: Call, method: string, params: Record<string, unknown>, status = 200): Answer => {
+    const { keyed } = invoke(call, method, params);
+    return answer(status, keyed.value);
+  };
+
+  const cid = (call: Call) => call.params.cid as string;
+
+  const waitForDelegation = (call: Call, did: string, seconds: number): Promise<Answer> =>
+    new Promise((resolvePromise) => {
+      let settled = false;
+      const finish = () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        off();
+        call.res.off('close', finish);
+        try {
+          resolvePromise(plain(call, 'delegation.result', { delegation_id: did }));
+        } catch (err) {
+          resolvePromise(err instanceof RpcError ? errorAnswer(err) : httpError(RpcCode.InternalError, 'Internal error'));
+        }
+      };
+      // Registered after the server's own listener, so the ledger has the delegation's last entry
+      // by the time this runs.
+      const off = server.runtime.onOwnedEvent((event) => {
+        if (event.type === 'delegation.complete' && event.delegation_id === did) queueMicrotask(finish);
+      });
+      const timer = setTimeout(finish, seconds * 1000);
+      call.res.once('close', finish);
+    });
+
+  const sessionView = (session: Session) => ({
+    session_id: session.session_id,
+    generation: session.generation,
+    title: session.title ?? null,
+    created_at: session.created_at,
+    live_subagents: server.runtime.scoped.list(server.sessions.scopeOf(session)).length,
+    paused: server.runtime.isPaused(session.session_id),
+    latest_seq: session.seq,
+  });
+
+  return [
+    {
+      path: ['v1', 'capabilities'],
+      methods: {
+        GET: () =>
+          answer(200, {
+            protocol_version: PROTOCOL_VERSION,
+            server: { name: SERVER_NAME, version: VERSION },
+            features: deps.features(),
+            limits: {
+              ...server.limits,
+              idempotency_ttl_ms: IDEMPOTENCY_TTL_MS,
+              idempotency_keys_per_session: MAX_KEYS_PER_SESSION,
+              max_wait_seconds: MAX_WAIT_SECONDS,
+              max_outbound_bytes: deps.max_outbound_bytes,
+            },
+          }),
+      },
+    },
+    {
+      path: ['v1', 'sessions'],
+      methods: {
+        POST: (call) => {
+          const transport = server.transientId();
+          const { value } = server.invoke('session.create', call.body, transport);
+          const created = value as { session_id: string };
+          // Not attached to anything yet: parked until a stream attaches or the next request.
+          server.sessions.detach(created.session_id, transport);
+          return answer(201, value);
+        },
+        GET: () => httpError(HttpCode.Forbidden, 'listing sessions needs --single-user'),
+      },
+    },
+    {
+      path: ['v1', 'sessions', ':sid'],
+      methods: {
+        GET: (call) => answer(200, within(call, (_t, session) => sessionView(session))),
+        DELETE: (call) => plain(call, 'session.close', {}),
+      },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'reset'],
+      methods: { POST: (call) => keyedCall(call, 'session.reset', {}, (keyed) => keyedAnswer(keyed, () => answer(200, keyed.value))) },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'pause'],
+      methods: { POST: (call) => plain(call, 'delegation.pause', { paused: call.body.paused }) },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'delegations'],
+      methods: {
+        POST: (call) =>
+          keyedCall(call, 'delegation.spawn', { tasks: call.body.tasks, timeout_ms: call.body.timeout_ms }, (keyed) => keyedAnswer(keyed, () => answer(202, keyed.value))),
+      },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'delegations', ':did'],
+      methods: {
+        GET: async (call) => {
+          const did = call.params.did as string;
+          const first = plain(call, 'delegation.result', { delegation_id: did });
+          const raw = call.url.searchParams.get('wait');
+          if (raw === null) return first;
+          const seconds = Number(raw);
+          if (raw.trim() === '' || !Number.isFinite(seconds) || seconds < 0) return badQuery('wait', 'expected a number of seconds >= 0');
+          if ((first.body as { done: boolean }).done || seconds === 0) return first;
+          return waitForDelegation(call, did, Math.min(seconds, MAX_WAIT_SECONDS));
+        },
+      },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'subagents'],
+      methods: {
+        GET: (call) => {
+          const include_finished = boolQuery(call.url, 'include_finished');
+          if (include_finished === 'bad') return badQuery('include_finished', 'expected true or false');
+          return plain(call, 'subagent.list', include_finished === undefined ? {} : { include_finished });
+        },
+      },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'subagents', ':cid'],
+      methods: {
+        GET: (call) =>
+          within(call, (_t, session) => {
+            const found = server.runtime.scoped.list(server.sessions.scopeOf(session), { include_finished: true }).find((s) => s.subagent_id === cid(call));
+            return found ? answer(200, found) : notFound();
+          }),
+      },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'subagents', ':cid', 'tail'],
+      methods: {
+        GET: (call) => {
+          const raw = call.url.searchParams.get('since');
+          if (raw !== null && !/^\d{1,15}$/.test(raw)) return badQuery('since', 'expected an integer >= 0');
+          const { keyed, session } = invoke(call, 'subagent.tail', { subagent_id: cid(call), ...(raw === null ? {} : { since: Number(raw) }) });
+          const tail = keyed.value as { available: boolean };
+          // `seq`: the session's latest event this window reflects (an SSE consumer joins there).
+          return tail.available ? answer(200, { ...tail, seq: session.seq }) : notFound();
+        },
+      },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'subagents', ':cid', 'steer'],
+      methods: {
+        POST: (call) =>
+          keyedCall(call, 'subagent.steer', { subagent_id: cid(call), text: call.body.text }, (keyed, session) =>
+            keyedAnswer(keyed, () => {
+              const r = keyed.value as { status: string };
+              if (r.status === 'queued') return answer(202, r);
+              // Rejected: the caller's own child that no longer takes steers is a conflict; any
+              // other child is not the caller's to know about.
+              return visible(session, cid(call)) ? httpError(RpcCode.NotAcceptingSteer, 'not accepting steer') : notFound();
+            }),
+          ),
+      },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'subagents', ':cid', 'interrupt'],
+      methods: {
+        POST: (call) =>
+          keyedCall(call, 'subagent.interrupt', { subagent_id: cid(call) }, (keyed, session) =>
+            keyedAnswer(keyed, () => ((keyed.value as { found: boolean }).found || visible(session, cid(call)) ? answer(200, keyed.value) : notFound())),
+          ),
+      },
+    },
+    {
+      path: ['v1', 'sessions', ':sid', 'events'],
+      methods: {
+        GET: (call) => {
+          const cursor = cursorOf(call.req, call.url.searchParams);
+          if (Number.isNaN(cursor)) return badQuery('last_event_id', 'expected an integer >= 0');
+          return sse.open(call.req, call.res, call.ctx, call.params.sid as string, keyOf(call), cursor) ? 'streamed' : notFound();
+        },
+      },
+    },
+  ];
+}
+
+/** The route and its path parameters, or undefined. */
+export function match(routes: readonly Route[], segments: readonly string[]): { route: Route; params: Record<string, string> } | undefined {
+  outer: for (const route of routes) {
+    if (route.path.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    for (let i = 0; i < segments.length; i++) {
+      const p = route.path[i] as string;
+      const s = segments[i] as string;
+      if (p.startsWith(':')) {
+        if (s === '') continue outer;
+        params[p.slice(1)] = s;
+      } else if (p !== s) continue outer;
+    }
+    return { route, params };
+  }
+  return undefined;
+}
+
+

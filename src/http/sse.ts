@@ -1,0 +1,163 @@
+// The event stream of one session over Server-Sent Events. Each stream is an event sink in the
+// session's slot, so it gets exactly what an attached WebSocket gets: every envelope, as the same
+// text, in seq order. What comes first is decided in the same synchronous step as the attach, so
+// nothing can fall between it and the live events:
+// - no cursor: `snapshot` {seq, subagents} of that instant, then every event with a higher seq;
+// - a cursor the replay ring still covers: every event after it, then live (no gap, no duplicate);
+// - a cursor older than the ring (or from the future: another server's): `reset` with the snapshot.
+// A consumer that stops reading is dropped at the WebSocket's outbound bound. One keep-alive timer
+// serves every stream (a comment line), so an idle stream costs no timer of its own.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { EventSink, RpcServer } from '../rpc/server.ts';
+import type { Logger } from '../log.ts';
+import type { ListenerContext } from '../rpc/transports/ws.ts';
+
+export interface SseOptions {
+  /** A comment line this often keeps proxies from closing an idle stream. Default 15 s. */
+  readonly keepalive_ms?: number;
+  /** Unsent bytes one stream may hold before its consumer is dropped. Default 8 MiB. */
+  readonly max_outbound_bytes?: number;
+  /** The reconnection delay sent to browsers (`retry:`). Default 2000 ms. */
+  readonly retry_ms?: number;
+}
+
+const frame = (seq: number, type: string, data: string) => `id: ${seq}\nevent: ${type}\ndata: ${data}\n\n`;
+
+class Stream implements EventSink {
+  readonly #res: ServerResponse;
+  readonly #maxOut: number;
+  readonly #logger: Logger;
+  #corked = false;
+  #ended = false;
+  readonly #uncork = () => {
+    this.#corked = false;
+    this.#res.uncork();
+  };
+
+  constructor(res: ServerResponse, maxOut: number, logger: Logger) {
+    this.#res = res;
+    this.#maxOut = maxOut;
+    this.#logger = logger;
+  }
+
+  event(seq: number, type: string, text: string): void {
+    this.write(frame(seq, type, text));
+  }
+
+  write(chunk: string): void {
+    if (this.#ended || this.#res.destroyed) return;
+    if (this.#res.writableLength > this.#maxOut) {
+      this.#logger.warn({ buffered: this.#res.writableLength }, 'dropping an event stream consumer that stopped reading');
+      this.#ended = true;
+      this.#res.destroy();
+      return;
+    }
+    // Every frame of one turn leaves in one socket write, as on the WebSocket.
+    if (!this.#corked) {
+      this.#corked = true;
+      this.#res.cork();
+      process.nextTick(this.#uncork);
+    }
+    this.#res.write(chunk);
+  }
+
+  close(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (this.#corked) this.#uncork();
+    this.#res.end();
+  }
+}
+
+/** The cursor of a resuming consumer: `Last-Event-ID`, else `?last_event_id=`; NaN if malformed. */
+export function cursorOf(req: IncomingMessage, query: URLSearchParams): number | undefined {
+  const raw = req.headers['last-event-id'] ?? query.get('last_event_id') ?? undefined;
+  if (raw === undefined) return undefined;
+  const text = String(raw).trim();
+  return /^\d{1,15}$/.test(text) ? Number(text) : Number.NaN;
+}
+
+export class SseHub {
+  readonly #server: RpcServer;
+  readonly #logger: Logger;
+  readonly #keepalive: number;
+  readonly #maxOut: number;
+  readonly #retry: number;
+  readonly #streams = new Set<Stream>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(server: RpcServer, logger: Logger, opts: SseOptions = {}) {
+    this.#server = server;
+    this.#logger = logger;
+    this.#keepalive = opts.keepalive_ms ?? 15_000;
+    this.#maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
+    this.#retry = opts.retry_ms ?? 2000;
+  }
+
+  get size(): number {
+    return this.#streams.size;
+  }
+
+  /**
+   * Opens the stream if `session_key` is the session's; returns false (nothing written) if not.
+   * `cursor` must be a non-negative integer or undefined (the caller answers 400 otherwise).
+   */
+  open(req: IncomingMessage, res: ServerResponse, ctx: ListenerContext, session_id: string, session_key: unknown, cursor: number | undefined): boolean {
+    const stream = new Stream(res, this.#maxOut, this.#logger);
+    let attached;
+    try {
+      attached = this.#server.attachSink(session_id, session_key, stream);
+    } catch {
+      return false;
+    }
+    // From here to the end of this function nothing yields: no event can be routed in between.
+    const { id, session } = attached;
+    ctx.owe();
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'X-Accel-Buffering': 'no',
+      'X-Content-Type-Options': 'nosniff',
+    });
+    res.socket?.setNoDelay(true);
+    stream.write(`retry: ${this.#retry}\n\n`);
+    const snapshot = () => {
+      const subagents = this.#server.runtime.scoped.list(this.#server.sessions.scopeOf(session), { include_finished: true });
+      return JSON.stringify({ seq: session.seq, subagents });
+    };
+    if (cursor === undefined) {
+      stream.write(frame(session.seq, 'snapshot', snapshot()));
+    } else {
+      const r = session.replay.since(cursor);
+      if (r.truncated || cursor > r.latest_seq) stream.write(frame(session.seq, 'reset', snapshot()));
+      else for (const e of r.events) stream.write(frame(e.seq, eventType(e.text), e.text));
+    }
+    this.#streams.add(stream);
+    this.#tick();
+    const done = () => {
+      this.#streams.delete(stream);
+      this.#server.detachSink(id);
+      this.#tick();
+    };
+    res.once('close', done);
+    return true;
+  }
+
+  #tick(): void {
+    if (this.#streams.size > 0 && this.#timer === undefined) {
+      this.#timer = setInterval(() => {
+        for (const s of this.#streams) s.write(': keep-alive\n\n');
+      }, this.#keepalive);
+      this.#timer.unref();
+    } else if (this.#streams.size === 0 && this.#timer !== undefined) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+}
+
+/** The `type` of a kept envelope, which always begins `{"type":"…"`. */
+function eventType(text: string): string {
+  const end = text.indexOf('"', 9);
+  return text.slice(9, end);
+}

@@ -1,0 +1,67 @@
+// The server token, however a request carries it: `Authorization: Bearer T` (or `?token=T` on a
+// WebSocket upgrade), or, from the dashboard's browser, the cookie set by `GET /ui/?token=T`. The
+// cookie holds a value derived from the token (never the token itself) and is compared, like the
+// token, in constant time.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+
+export const AUTH_COOKIE = 'subrun_auth';
+
+export const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+
+/** The cookie's value for a token: a digest, so the cookie store never holds the token. */
+export function cookieValue(token: string): string {
+  return digest(`subrun-cookie:${token}`).toString('base64url');
+}
+
+/** The request target as a URL; undefined if it does not parse (e.g. `//[`): never a throw. */
+export function targetOf(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://localhost');
+  } catch {
+    return undefined;
+  }
+}
+
+export function bearerOf(req: IncomingMessage): string | undefined {
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim();
+  return undefined;
+}
+
+/** The value of one cookie of the request, if present. */
+export function cookieOf(req: IncomingMessage, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (typeof header !== 'string') return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/** Checks a request's credentials against the token (its digest, `expected`). */
+export class TokenCheck {
+  readonly #expected: Buffer;
+  readonly #cookie: Buffer;
+
+  constructor(token: string) {
+    this.#expected = digest(token);
+    this.#cookie = digest(cookieValue(token));
+  }
+
+  token(given: string | undefined): boolean {
+    return given !== undefined && timingSafeEqual(digest(given), this.#expected);
+  }
+
+  /**
+   * How the request is authenticated: `bearer` (the header, or `?token=` where `query` allows
+   * it), `cookie`, or undefined. A request that presents a wrong bearer is not let in by a cookie.
+   */
+  of(req: IncomingMessage, query = false): 'bearer' | 'cookie' | undefined {
+    const bearer = bearerOf(req) ?? (query ? (targetOf(req)?.searchParams.get('token') ?? undefined) : undefined);
+    if (bearer !== undefined) return this.token(bearer) ? 'bearer' : undefined;
+    const cookie = cookieOf(req, AUTH_COOKIE);
+    return cookie !== undefined && timingSafeEqual(digest(cookie), this.#cookie) ? 'cookie' : undefined;
+  }
+}
