@@ -169,10 +169,11 @@ describe('WebSocket transport', () => {
       expect(peer.ws.extensions).toBe('');
     });
 
-    it('answers another path with 404 and plain HTTP with 426', async () => {
+    it('answers an upgrade on another path with 404, and a plain GET / with a redirect to the dashboard', async () => {
       await expectRefused(`ws://127.0.0.1:${server.port}/other?token=${TOKEN}`, 404);
       const res = await httpGet(`http://127.0.0.1:${server.port}/`);
-      expect(res.statusCode).toBe(426);
+      expect(res.statusCode).toBe(302);
+      expect(res.headers.location).toBe('/ui/');
     });
   });
 
