@@ -287,7 +287,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         GET: (call) => {
           const cursor = cursorOf(call.req, call.url.searchParams);
           if (Number.isNaN(cursor)) return badQuery('last_event_id', 'expected an integer >= 0');
-          return sse.open(call.req, call.res, call.ctx, call.params.sid as string, keyOf(call), cursor) ? 'streamed' : notFound();
+          return sse.open(call.res, call.ctx, call.params.sid as string, keyOf(call), cursor) ? 'streamed' : notFound();
         },
       },
     },

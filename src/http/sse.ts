@@ -23,7 +23,7 @@ export interface SseOptions {
 
 const frame = (seq: number, type: string, data: string) => `id: ${seq}\nevent: ${type}\ndata: ${data}\n\n`;
 
-class Stream implements EventSink {
+class Stream implements FrameSink {
   readonly #res: ServerResponse;
   readonly #maxOut: number;
   readonly #logger: Logger;
@@ -102,44 +102,27 @@ export class SseHub {
    * Opens the stream if `session_key` is the session's; returns false (nothing written) if not.
    * `cursor` must be a non-negative integer or undefined (the caller answers 400 otherwise).
    */
-  open(req: IncomingMessage, res: ServerResponse, ctx: ListenerContext, session_id: string, session_key: unknown, cursor: number | undefined): boolean {
+  open(res: ServerResponse, ctx: ListenerContext, session_id: string, session_key: unknown, cursor: number | undefined): boolean {
     const stream = new Stream(res, this.#maxOut, this.#logger);
-    let attached;
-    try {
-      attached = this.#server.attachSink(session_id, session_key, stream);
-    } catch {
-      return false;
-    }
-    // From here to the end of this function nothing yields: no event can be routed in between.
-    const { id, session } = attached;
-    ctx.owe();
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store',
-      'X-Accel-Buffering': 'no',
-      'X-Content-Type-Options': 'nosniff',
+    const opened = subscribe(this.#server, session_id, session_key, cursor, stream, () => {
+      ctx.owe();
+      res.writeHead(200, {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-store',
+        'X-Accel-Buffering': 'no',
+        'X-Content-Type-Options': 'nosniff',
+      });
+      res.socket?.setNoDelay(true);
+      stream.write(`retry: ${this.#retry}\n\n`);
     });
-    res.socket?.setNoDelay(true);
-    stream.write(`retry: ${this.#retry}\n\n`);
-    const snapshot = () => {
-      const subagents = this.#server.runtime.scoped.list(this.#server.sessions.scopeOf(session), { include_finished: true });
-      return JSON.stringify({ seq: session.seq, subagents });
-    };
-    if (cursor === undefined) {
-      stream.write(frame(session.seq, 'snapshot', snapshot()));
-    } else {
-      const r = session.replay.since(cursor);
-      if (r.truncated || cursor > r.latest_seq) stream.write(frame(session.seq, 'reset', snapshot()));
-      else for (const e of r.events) stream.write(frame(e.seq, eventType(e.text), e.text));
-    }
+    if (opened === undefined) return false;
     this.#streams.add(stream);
     this.#tick();
-    const done = () => {
+    res.once('close', () => {
       this.#streams.delete(stream);
-      this.#server.detachSink(id);
+      this.#server.detachSink(opened);
       this.#tick();
-    };
-    res.once('close', done);
+    });
     return true;
   }
 
@@ -154,6 +137,40 @@ export class SseHub {
       this.#timer = undefined;
     }
   }
+}
+
+/** Where a subscription writes its frames (a response; a string in tests). */
+export interface FrameSink extends EventSink {
+  write(chunk: string): void;
+}
+
+/**
+ * The synchronous core of a stream: puts `sink` in the session's slot, calls `start` (headers),
+ * then writes what comes first (snapshot, replay or reset). Returns the sink's id, or undefined if
+ * the key is wrong (nothing written). Nothing in here yields, so no event can fall between what it
+ * writes and the live events that follow.
+ */
+export function subscribe(server: RpcServer, session_id: string, session_key: unknown, cursor: number | undefined, sink: FrameSink, start: () => void = () => undefined): string | undefined {
+  let attached;
+  try {
+    attached = server.attachSink(session_id, session_key, sink);
+  } catch {
+    return undefined;
+  }
+  const { id, session } = attached;
+  start();
+  const snapshot = () => {
+    const subagents = server.runtime.scoped.list(server.sessions.scopeOf(session), { include_finished: true });
+    return JSON.stringify({ seq: session.seq, subagents });
+  };
+  if (cursor === undefined) {
+    sink.write(frame(session.seq, 'snapshot', snapshot()));
+  } else {
+    const r = session.replay.since(cursor);
+    if (r.truncated || cursor > r.latest_seq) sink.write(frame(session.seq, 'reset', snapshot()));
+    else for (const e of r.events) sink.write(frame(e.seq, eventType(e.text), e.text));
+  }
+  return id;
 }
 
 /** The `type` of a kept envelope, which always begins `{"type":"…"`. */
