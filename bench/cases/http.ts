@@ -1,7 +1,8 @@
 // Case 11, the HTTP API (docs/http.md), against a bare node:http server (bench/servers/http-bare.ts)
 // in its own process, all on 127.0.0.1:
-// - SSE throughput: S streams of one session while its children emit E events; events delivered
-//   per second over all streams, against the bare server writing the very same bytes (subrun's,
+// - SSE throughput: S streams (50) of one session while its children emit E events; events
+//   delivered per second over all streams (enough streams that the figure is the transport's, not
+//   the runtime's cost of making each event once), against the bare server writing the very same bytes (subrun's,
 //   captured from the first round) to S streams (goal >= 0.8x). Rounds interleaved, medians.
 // - steer round trip: sequential `POST .../steer` (keep-alive) to a child that holds its steers,
 //   p50 against the bare server answering the same 202 JSON (goal <= 1.5x).
@@ -27,8 +28,8 @@ interface Sizes {
 }
 
 const SIZES = {
-  full: { streams: 20, children: 10, says: 300, rounds: 5, steers: 3000, idle: 1000 },
-  quick: { streams: 10, children: 10, says: 100, rounds: 3, steers: 1000, idle: 1000 },
+  full: { streams: 50, children: 10, says: 300, rounds: 5, steers: 3000, idle: 1000 },
+  quick: { streams: 50, children: 10, says: 100, rounds: 3, steers: 1000, idle: 1000 },
   tiny: { streams: 2, children: 2, says: 5, rounds: 1, steers: 20, idle: 20 },
 } as const satisfies Record<string, Sizes>;
 

@@ -13,12 +13,16 @@ export async function startHttp(args: readonly string[] = [], opts: { token?: st
   return { ...s, base: `http://127.0.0.1:${s.port}` };
 }
 
+/** A parsed JSON body, read field by field by the tests (and checked there). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a body is whatever the server sent
+export type Json = any;
+
 export interface Reply {
   readonly status: number;
   readonly headers: Headers;
   readonly text: string;
   /** The body parsed as JSON (undefined if it is not JSON). */
-  readonly json: any;
+  readonly json: Json;
 }
 
 export interface ReqOptions {
@@ -144,4 +148,4 @@ export async function framesUntil(stream: SseStream, until: (f: Frame) => boolea
   }
 }
 
-export const envelope = (f: Frame): { type: string; seq: number; session_id: string; payload: Record<string, any> } => JSON.parse(f.data ?? 'null');
+export const envelope = (f: Frame): { type: string; seq: number; session_id: string; payload: Record<string, Json> } => JSON.parse(f.data ?? 'null');
