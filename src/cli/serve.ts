@@ -180,8 +180,10 @@ export async function serve(argv: readonly string[]): Promise<number> {
       (t) => server.connect(t),
     );
     process.stderr.write(`subrun listening on ${listener.url}\n`);
-    // The token is in the link (the page trades it for a cookie and drops it from the address).
-    process.stderr.write(`subrun dashboard: ${listener.url.replace(/^ws:/, 'http:')}ui/?token=${encodeURIComponent(token)}\n`);
+    // The page trades ?token= for a cookie and drops it from the address. A token made up here is
+    // printed anyway (below), so its link is whole; one the user chose is never echoed to a log.
+    const dashboard = `${listener.url.replace(/^ws:/, 'http:')}ui/`;
+    process.stderr.write(`subrun dashboard: ${dashboard}?token=${generated ? encodeURIComponent(token) : '<your --token>'}\n`);
     const host = v.host ?? '127.0.0.1';
     if (!isLoopback(host)) {
       process.stderr.write(`subrun: warning: listening on ${host}, not loopback: any host that can reach it may try the token\n`);

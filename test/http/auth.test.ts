@@ -176,3 +176,17 @@ describe('one 404 for everything not the caller’s', () => {
     expect(theirs.json).toMatchObject({ subagent_id: foreignChild, status: 'running' });
   });
 });
+
+describe('the dashboard address at start', () => {
+  it('is printed with a made-up token, which logs in; a chosen token is never echoed', async () => {
+    const made = await startHttp([], { token: null });
+    const line = await made.proc.stderr.take((l) => l.startsWith('subrun dashboard: '));
+    const url = line.slice('subrun dashboard: '.length);
+    expect(url).toBe(`${made.base}/ui/?token=${encodeURIComponent(made.token)}`);
+    const r = await fetch(url, { redirect: 'manual' });
+    expect(r.status).toBe(303);
+    expect(r.headers.get('set-cookie')).toMatch(/^subrun_auth=/);
+    const chosen = server.proc.stderr.all.find((l) => l.startsWith('subrun dashboard: '));
+    expect(chosen).toBe(`subrun dashboard: ${server.base}/ui/?token=<your --token>`);
+  });
+});

@@ -855,6 +855,7 @@ describe('events', () => {
         'subagent.steer.delivered',
         'subagent.complete',
         'delegation.complete',
+        'session.idle',
       ]),
     );
 
