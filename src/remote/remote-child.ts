@@ -271,6 +271,9 @@ export class RemoteChild {
    */
   async #readMailbox(maybe: Set<string>, delivered: Set<string>): Promise<void> {
     await Promise.allSettled([...this.#inflight.values()]);
+    // Only steers published by now: one accepted during the walk was never fetchable (the consumer
+    // is gone first), so it stays undelivered and is missed.
+    const published = [...this.#published];
     const { jsm } = this.#p.link;
     const info = await jsm.consumers.info(STEER_STREAM, consumerName(this.id));
     // Fence the mailbox: a worker that comes back can no longer fetch or ack.
@@ -284,7 +287,7 @@ export class RemoteChild {
       if (steer) left.set(steer.steer_id, m.seq);
       seq = m.seq + 1;
     }
-    for (const id of this.#published) {
+    for (const id of published) {
       const seq = left.get(id);
       if (seq === undefined) delivered.add(id);
       else if (seq <= line) maybe.add(id);
