@@ -19,6 +19,8 @@ export interface NatsLink {
   readonly connected: boolean;
   /** Milliseconds since the Unix epoch when the current outage began; undefined when connected. */
   readonly downSince: number | undefined;
+  /** Resolves at once when connected, or on reconnect; false if the outage passes `bound_ms` first. */
+  whenUp(bound_ms: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -43,10 +45,14 @@ export async function openNats(url: string, name: string): Promise<NatsLink> {
   }
   const js = jetstream(nc);
   let downSince: number | undefined;
+  let waiters: Array<(up: boolean) => void> = [];
   void (async () => {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect') downSince ??= Date.now();
-      else if (s.type === 'reconnect') downSince = undefined;
+      else if (s.type === 'reconnect') {
+        downSince = undefined;
+        for (const w of waiters.splice(0)) w(true);
+      }
     }
   })().catch(() => undefined);
   return {
@@ -58,6 +64,22 @@ export async function openNats(url: string, name: string): Promise<NatsLink> {
     },
     get downSince() {
       return downSince;
+    },
+    whenUp(bound_ms) {
+      if (downSince === undefined) return Promise.resolve(!nc.isClosed());
+      const left = downSince + bound_ms - Date.now();
+      if (left <= 0) return Promise.resolve(false);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          waiters = waiters.filter((w) => w !== wake);
+          resolve(false);
+        }, left);
+        const wake = (up: boolean) => {
+          clearTimeout(timer);
+          resolve(up);
+        };
+        waiters.push(wake);
+      });
     },
     close: async () => {
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());

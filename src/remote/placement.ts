@@ -66,6 +66,8 @@ export class Placement {
   readonly logger: Logger;
   /** Steer publish-ack bound: a steer during an outage gets an error within it. */
   readonly publish_ms: number;
+  /** How long a spawn waits for NATS during an outage. */
+  readonly outage_ms: number;
   readonly #children = new Map<string, RemoteChild>();
   /** Children bound to a worker, for the loss. */
   readonly #byWorker = new Map<string, Set<RemoteChild>>();
@@ -75,6 +77,7 @@ export class Placement {
     this.link = link;
     this.logger = options.logger;
     const outage = options.nats_outage_ms ?? 30_000;
+    this.outage_ms = outage;
     this.publish_ms = Math.min(5000, Math.max(500, outage));
     this.workers = new WorkerTable({
       loss_ms: options.worker_loss_ms ?? 3000,

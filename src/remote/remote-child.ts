@@ -66,6 +66,8 @@ export class RemoteChild {
     this.#placing = true;
     try {
       const { jsm, nc } = this.#p.link;
+      // During an outage a spawn waits (up to the bound) for NATS before it makes its mailbox.
+      if (!(await this.#p.link.whenUp(this.#p.outage_ms))) throw new NatsUnavailableError();
       await jsm.consumers.add(STEER_STREAM, {
         durable_name: consumerName(this.id),
         filter_subject: subjects.steer(this.id),
@@ -104,7 +106,7 @@ export class RemoteChild {
         if (outcome === 'invalid') throw new Error('the worker cannot run this agent spec');
       }
     } catch (err) {
-      this.#placeError = err instanceof NatsUnavailableError ? err : new Error(`cannot place the child: ${describe(err)}`);
+      this.#placeError = err instanceof NatsUnavailableError || !this.#p.link.connected ? new NatsUnavailableError() : new Error(`cannot place the child: ${describe(err)}`);
     }
   }
 
