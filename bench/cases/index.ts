@@ -3,6 +3,7 @@ import type { BenchCase } from '../lib/case.ts';
 import { delegationCase } from './delegation.ts';
 import { fanoutCase } from './fanout.ts';
 import { registryCase } from './registry.ts';
+import { scaleOutCase } from './scale-out.ts';
 import { rpcStdioCase } from './rpc-stdio.ts';
 import { rpcWsCase } from './rpc-ws.ts';
 import { sessionChurnCase } from './session-churn.ts';
@@ -11,7 +12,7 @@ import { startupCase } from './startup.ts';
 import { steerLoadCase } from './steer-load.ts';
 import { tailMemoryCase } from './tail-memory.ts';
 
-export const CASES: readonly BenchCase[] = [registryCase, tailMemoryCase, rpcStdioCase, rpcWsCase, fanoutCase, delegationCase, steerLoadCase, slowConsumerCase, sessionChurnCase, startupCase];
+export const CASES: readonly BenchCase[] = [registryCase, tailMemoryCase, rpcStdioCase, rpcWsCase, fanoutCase, delegationCase, steerLoadCase, slowConsumerCase, sessionChurnCase, startupCase, scaleOutCase];
 
 export function findCase(name: string): BenchCase | undefined {
   return CASES.find((c) => c.name === name);
