@@ -53,6 +53,6 @@ export function buildCompletionEntry(input: EntryInput): CompletionEntry {
     model: input.model,
     tokens: { input: input.tokens?.input ?? 0, output: input.tokens?.output ?? 0 },
     tool_trace: (input.tool_trace ?? []).map((t) => ({ tool: t.tool, status: t.status })),
-    ...(missed !== undefined ? { missed_steer: missed, missed_steer_detail: input.missed_detail ?? [] } : {}),
+    ...(missed !== undefined ? { missed_steer: missed, ...(input.missed_detail ? { missed_steer_detail: input.missed_detail } : {}) } : {}),
   };
 }
