@@ -3,7 +3,6 @@
 // unchanged: a remote child is a child whose runner relays to a worker (remote-runner.ts), so
 // sessions, authority, the registry, the steer ledger, tail, events and replay all stay here.
 import type { Logger } from '../log.ts';
-import { randomIds, type IdMaker } from '../ids.ts';
 import type { Runner } from '../delegation/types.ts';
 import type { RunnerKinds } from '../delegation/runners/kinds.ts';
 import { decode, encode, subjects, type Drop, type Heartbeat } from './protocol.ts';
@@ -11,6 +10,8 @@ import { openNats, type NatsLink } from './nats.ts';
 import { RemoteChild } from './remote-child.ts';
 import { RemoteRunner } from './remote-runner.ts';
 import { WorkerTable } from './worker-table.ts';
+import { PreassignedIds } from './preassigned-ids.ts';
+import type { PlacementPort, RemoteChildHandle } from './port.ts';
 
 export interface PlacementOptions {
   readonly url: string;
@@ -21,45 +22,7 @@ export interface PlacementOptions {
   readonly logger: Logger;
 }
 
-/** Ids a worker made for a spawn it answered synchronously; used for that one spawn. */
-export class PreassignedIds implements IdMaker {
-  #delegation: string | undefined;
-  #subagents: string[] = [];
-
-  constructor(private readonly base: IdMaker = randomIds) {}
-
-  subagent(): string {
-    return this.#subagents.shift() ?? this.base.subagent();
-  }
-  delegation(): string {
-    const id = this.#delegation;
-    this.#delegation = undefined;
-    return id ?? this.base.delegation();
-  }
-  steer(): string {
-    return this.base.steer();
-  }
-  session(): string {
-    return this.base.session();
-  }
-
-  preassigned<T>(delegation_id: string, subagent_ids: readonly string[], fn: () => T): T {
-    // Only ids of our own shape: a worker cannot name a child into another's namespace.
-    const ok = /^dg_[0-9a-z]{12}$/.test(delegation_id) && subagent_ids.every((id) => /^sa_[0-9a-z]{12}$/.test(id));
-    if (ok) {
-      this.#delegation = delegation_id;
-      this.#subagents = [...subagent_ids];
-    }
-    try {
-      return fn();
-    } finally {
-      this.#delegation = undefined;
-      this.#subagents = [];
-    }
-  }
-}
-
-export class Placement {
+export class Placement implements PlacementPort {
   readonly link: NatsLink;
   readonly workers: WorkerTable;
   readonly ids = new PreassignedIds();
@@ -68,9 +31,9 @@ export class Placement {
   readonly publish_ms: number;
   /** How long a spawn waits for NATS during an outage. */
   readonly outage_ms: number;
-  readonly #children = new Map<string, RemoteChild>();
+  readonly #children = new Map<string, RemoteChildHandle>();
   /** Children bound to a worker, for the loss. */
-  readonly #byWorker = new Map<string, Set<RemoteChild>>();
+  readonly #byWorker = new Map<string, Set<RemoteChildHandle>>();
   #epoch = 0;
 
   private constructor(link: NatsLink, options: PlacementOptions) {
@@ -112,13 +75,13 @@ export class Placement {
     return new RemoteRunner(this, { kind }, model);
   }
 
-  child(id: string, agent: Record<string, unknown>): RemoteChild {
-    let c = this.#children.get(id);
+  child(id: string, agent: Record<string, unknown>): RemoteChildHandle {
+    let c: RemoteChildHandle | undefined = this.#children.get(id);
     if (!c) this.#children.set(id, (c = new RemoteChild(this, id, agent)));
     return c;
   }
 
-  find(id: string): RemoteChild | undefined {
+  find(id: string): RemoteChildHandle | undefined {
     return this.#children.get(id);
   }
 
@@ -126,14 +89,14 @@ export class Placement {
     return ++this.#epoch;
   }
 
-  bind(c: RemoteChild): void {
+  bind(c: RemoteChildHandle): void {
     if (c.worker === undefined) return;
     let set = this.#byWorker.get(c.worker);
     if (!set) this.#byWorker.set(c.worker, (set = new Set()));
     set.add(c);
   }
 
-  unbind(c: RemoteChild): void {
+  unbind(c: RemoteChildHandle): void {
     this.#children.delete(c.id);
     if (c.worker !== undefined) this.#byWorker.get(c.worker)?.delete(c);
   }

@@ -7,7 +7,7 @@ import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { isSubrunError } from '../errors.ts';
 import { RunnerLostError, type DelegationHandle, type RunOutcome, type RunnerContext, type Steer, type TaskSpec, type ToolCall } from '../delegation/types.ts';
 import { consumerName, decode, encode, STEER_STREAM, subjects, type Assign, type AssignReply, type SpawnReply, type SpawnRequest, type WorkerEvent } from './protocol.ts';
-import type { Placement } from './placement.ts';
+import type { PlacementPort, RemoteChildHandle } from './port.ts';
 import { NatsUnavailableError, type WorkerState } from './worker-table.ts';
 import { describe } from './nats.ts';
 
@@ -16,9 +16,9 @@ const REQUEST_MS = 2000;
 /** How long the loss accounting may spend reading the mailbox before it assumes the worst. */
 const ACCOUNTING_MS = 1500;
 
-export class RemoteChild {
+export class RemoteChild implements RemoteChildHandle {
   readonly id: string;
-  readonly #p: Placement;
+  readonly #p: PlacementPort;
   readonly #agent: Record<string, unknown>;
   worker: string | undefined;
   epoch = 0;
@@ -38,7 +38,7 @@ export class RemoteChild {
   #placeError: Error | undefined;
   #placing = false;
 
-  constructor(placement: Placement, id: string, agent: Record<string, unknown>) {
+  constructor(placement: PlacementPort, id: string, agent: Record<string, unknown>) {
     this.#p = placement;
     this.id = id;
     this.#agent = agent;
@@ -128,6 +128,8 @@ export class RemoteChild {
       this.#p.workers.release(w.id);
       this.worker = undefined;
       if (isNoResponders(err)) this.#p.workers.lose(w.id);
+      // A slow worker may have taken it after all: that epoch is fenced before the next try.
+      else this.#p.fence(w.id, this.id, this.epoch);
       return 'retry';
     }
     if (reply?.ok) {
@@ -163,13 +165,19 @@ export class RemoteChild {
   }
 
   async #interrupt(): Promise<void> {
-    const worker = this.worker;
-    if (this.#settled || worker === undefined) return;
-    try {
-      await this.#p.link.nc.request(subjects.control(this.id), encode({ op: 'interrupt', epoch: this.epoch }), { timeout: REQUEST_MS });
-    } catch (err) {
-      // No responders: the worker is gone; the loss settles this child and its siblings there.
-      if (isNoResponders(err)) this.#p.workers.lose(worker);
+    // Asked until answered: a worker slow under load (a timeout) is asked again; one that is
+    // gone (no responders) is lost, and the loss settles this child and its siblings there.
+    while (!this.#settled && this.worker !== undefined) {
+      const worker = this.worker;
+      try {
+        await this.#p.link.nc.request(subjects.control(this.id), encode({ op: 'interrupt', epoch: this.epoch }), { timeout: REQUEST_MS });
+        return;
+      } catch (err) {
+        if (isNoResponders(err)) {
+          this.#p.workers.lose(worker);
+          return;
+        }
+      }
     }
   }
 

@@ -3,14 +3,14 @@
 // the child's RemoteChild. One runner may serve many children (the default runner), so nothing
 // per child lives here.
 import type { RunOutcome, Runner, RunnerContext, Steer } from '../delegation/types.ts';
-import type { Placement } from './placement.ts';
+import type { PlacementPort } from './port.ts';
 
 export class RemoteRunner implements Runner {
   readonly model: string;
-  readonly #p: Placement;
+  readonly #p: PlacementPort;
   readonly #agent: Record<string, unknown>;
 
-  constructor(placement: Placement, agent: Record<string, unknown>, model: string) {
+  constructor(placement: PlacementPort, agent: Record<string, unknown>, model: string) {
     this.#p = placement;
     this.#agent = agent;
     this.model = model;

@@ -85,7 +85,11 @@ export class Worker {
   #assign(a: Assign | undefined): AssignReply {
     if (!a || typeof a.child !== 'string' || !Number.isInteger(a.epoch) || typeof a.goal !== 'string' || typeof a.agent !== 'object') return { ok: false, reason: 'invalid' };
     if (this.#draining) return { ok: false, reason: 'draining' };
-    if (this.#held.has(a.child)) return { ok: true };
+    const held = this.#held.get(a.child);
+    if (held?.assign.epoch === a.epoch) return { ok: true };
+    // Assigned again at a new epoch (the control plane gave up waiting for our answer): the old
+    // run is fenced; this one starts afresh.
+    if (held) this.#drop({ children: [{ child: a.child, epoch: held.assign.epoch }] });
     if (this.running >= this.#capacity) return { ok: false, reason: 'full' };
     const runner = this.#resolve(a.agent);
     if (!runner) return { ok: false, reason: 'invalid' };
