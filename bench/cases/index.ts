@@ -4,6 +4,7 @@ import { delegationCase } from './delegation.ts';
 import { fanoutCase } from './fanout.ts';
 import { httpCase } from './http.ts';
 import { registryCase } from './registry.ts';
+import { scaleOutCase } from './scale-out.ts';
 import { rpcStdioCase } from './rpc-stdio.ts';
 import { rpcWsCase } from './rpc-ws.ts';
 import { sessionChurnCase } from './session-churn.ts';
@@ -12,7 +13,7 @@ import { startupCase } from './startup.ts';
 import { steerLoadCase } from './steer-load.ts';
 import { tailMemoryCase } from './tail-memory.ts';
 
-export const CASES: readonly BenchCase[] = [registryCase, tailMemoryCase, rpcStdioCase, rpcWsCase, fanoutCase, delegationCase, steerLoadCase, slowConsumerCase, sessionChurnCase, startupCase, httpCase];
+export const CASES: readonly BenchCase[] = [registryCase, tailMemoryCase, rpcStdioCase, rpcWsCase, fanoutCase, delegationCase, steerLoadCase, slowConsumerCase, sessionChurnCase, startupCase, httpCase, scaleOutCase];
 
 export function findCase(name: string): BenchCase | undefined {
   return CASES.find((c) => c.name === name);

@@ -11,6 +11,7 @@ commands:
   demo                         the scripted demo: three children, a grandchild, steering, an interrupt
   serve --stdio | --ws         the server for hosts: JSON-RPC over stdio or WebSocket
   serve --acp                  the Agent Client Protocol adapter for IDEs (docs/acp.md)
+  worker --nats URL            run children for a serve --nats control plane (docs/scale-out.md)
   call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
   watch --session ID --key K   print a session's events as they come
   --version                    print the version
@@ -38,6 +39,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await (await import('./demo.ts')).demoCommand(rest);
       case 'serve':
         return await (await import('./serve.ts')).serve(rest);
+      case 'worker':
+        return await (await import('./worker.ts')).worker(rest);
       case 'call':
         quietOnBrokenPipe();
         return await (await import('./client.ts')).call(rest);

@@ -12,7 +12,10 @@ import { resolve as resolvePath } from 'node:path';
 import { acpStdio, type AcpStdio } from '../acp/stdio.ts';
 import { workspaceTools } from '../agent/tools/workspace.ts';
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
-import { openaiRunner } from '../agent/runner.ts';
+import { openaiKind, openaiRunner } from '../agent/runner.ts';
+import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
+import { SCRIPTED_MODEL } from '../delegation/runners/scripted.ts';
+import type { Placement } from '../remote/placement.ts';
 import { createLogger } from '../log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../rpc/reply-budget.ts';
@@ -49,6 +52,10 @@ export const SERVE_FLAGS = [
   { flag: 'ui-dir', env: 'SUBRUN_UI_DIR', kind: 'string', arg: 'DIR', help: "the directory served under /ui/ with --ws (default: the package's dashboard)" },
   { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string', arg: 'L', help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)' },
   { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string', arg: 'R', help: 'runner of tasks without an agent: scripted or openai (default scripted)' },
+  // Children on workers through NATS JetStream (docs/scale-out.md); without --nats, in-process.
+  { flag: 'nats', env: 'SUBRUN_NATS', kind: 'string', arg: 'URL', help: 'run every child on `subrun worker` processes through this NATS server with JetStream (docs/scale-out.md)' },
+  { flag: 'worker-loss-ms', env: 'SUBRUN_WORKER_LOSS_MS', kind: 'int', min: 100, max: 2_147_483_647, help: 'with --nats: a worker silent this long is lost (default 3000)' },
+  { flag: 'nats-outage-ms', env: 'SUBRUN_NATS_OUTAGE_MS', kind: 'int', min: 100, max: 2_147_483_647, help: 'with --nats: how long a new child waits through a NATS outage before it fails (default 30000)' },
   ...MODEL_FLAGS,
 ] as const satisfies readonly FlagSpec[];
 
@@ -79,6 +86,12 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (defaultRunner === 'openai' && !openai) throw new UsageError('--default-runner openai needs --base-url and --model');
 
   const logger = createLogger(level);
+  const nats = v.nats as string | undefined;
+  if (nats === undefined && (v['worker-loss-ms'] !== undefined || v['nats-outage-ms'] !== undefined)) {
+    throw new UsageError('--worker-loss-ms and --nats-outage-ms need --nats');
+  }
+  const remote = nats === undefined ? undefined : await openPlacement(nats, v, logger);
+  const localKinds = { ...builtinRunnerKinds, openai: openaiKind(openai) };
   const server = new RpcServer({
     max_concurrent_children: v['max-concurrent-children'],
     max_spawn_depth: v['max-spawn-depth'],
@@ -93,9 +106,15 @@ export async function serve(argv: readonly string[]): Promise<number> {
       max_queued_steers: v['max-queued-steers'],
       max_queued_steer_bytes: v['max-queued-steer-bytes'],
       retain_finished: v['retain-finished'],
+      // With --nats every child runs on a worker; the runtime itself is the same.
+      ...(remote ? { runner_kinds: remote.kinds(localKinds) } : {}),
     },
     openai,
-    default_runner: defaultRunner === 'openai' && openai ? openaiRunner(openai) : undefined,
+    default_runner: remote
+      ? remote.defaultRunner(defaultRunner, defaultRunner === 'openai' && openai ? openai.endpoint.model : SCRIPTED_MODEL)
+      : defaultRunner === 'openai' && openai
+        ? openaiRunner(openai)
+        : undefined,
     logger,
   });
 
@@ -112,6 +131,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
       await acp?.settle(grace);
       // Every child stopped and its completion sent; every connection closed behind it.
       await server.shutdown();
+      await remote?.close();
       if (listener) await listener.close();
       else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
       else if (acp) await acp.finish(grace);
@@ -193,6 +213,25 @@ export async function serve(argv: readonly string[]): Promise<number> {
   await done;
   process.stdin.pause();
   return 0;
+}
+
+/** The remote placement; NATS unreachable (or without JetStream) is one line and exit 2. */
+async function openPlacement(url: string, v: Record<string, unknown>, logger: ReturnType<typeof createLogger>): Promise<Placement> {
+  // Loaded only with --nats: the NATS client costs the in-process server nothing at start.
+  const [{ Placement }, { NatsStartError }] = await Promise.all([import('../remote/placement.ts'), import('../remote/nats.ts')]);
+  try {
+    return await Placement.open({
+      url,
+      worker_loss_ms: v['worker-loss-ms'] as number | undefined,
+      nats_outage_ms: v['nats-outage-ms'] as number | undefined,
+      logger,
+    });
+  } catch (err) {
+    if (!(err instanceof NatsStartError)) throw err;
+    process.stderr.write(`subrun: ${err.message}\n`);
+    // A failed handshake can leave a socket open: exit now, not when it times out.
+    process.exit(2);
+  }
 }
 
 /** Waits up to `grace_ms` for stdout to take everything; false if it did not (the host is cut). */

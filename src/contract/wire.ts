@@ -40,6 +40,8 @@ export const completionEntrySchema = z.strictObject({
   tokens: z.strictObject({ input: z.number().int().nonnegative(), output: z.number().int().nonnegative() }),
   tool_trace: z.array(z.strictObject({ tool: z.string(), status: z.enum(['ok', 'error', 'running']) })),
   missed_steer: z.string().optional(),
+  // With missed_steer, always: each missed steer; maybe_delivered only after a worker loss.
+  missed_steer_detail: z.array(z.strictObject({ steer_id: id, text: z.string(), maybe_delivered: z.boolean() })).optional(),
 });
 
 export const tailResultSchema = z.strictObject({

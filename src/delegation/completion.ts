@@ -1,6 +1,6 @@
 // The one pure function that builds a completion entry: the status matrix and the missed_steer
 // notes of the protocol (section 5). Nothing else in the code assembles an entry.
-import type { CompletionEntry, FinalStatus, Tokens, ToolTraceItem } from './types.ts';
+import type { CompletionEntry, FinalStatus, MissedSteer, Tokens, ToolTraceItem } from './types.ts';
 
 export interface EntryInput {
   readonly task_index: number;
@@ -16,6 +16,8 @@ export interface EntryInput {
   readonly tool_trace?: readonly ToolTraceItem[];
   /** Undelivered steer texts in acceptance order. */
   readonly missed?: readonly string[];
+  /** The same steers with their ids (and whether a lost worker may have delivered them). */
+  readonly missed_detail?: readonly MissedSteer[];
 }
 
 /** The default `error` text per non-completed status, when the runner gave none. */
@@ -51,6 +53,6 @@ export function buildCompletionEntry(input: EntryInput): CompletionEntry {
     model: input.model,
     tokens: { input: input.tokens?.input ?? 0, output: input.tokens?.output ?? 0 },
     tool_trace: (input.tool_trace ?? []).map((t) => ({ tool: t.tool, status: t.status })),
-    ...(missed !== undefined ? { missed_steer: missed } : {}),
+    ...(missed !== undefined ? { missed_steer: missed, ...(input.missed_detail ? { missed_steer_detail: input.missed_detail } : {}) } : {}),
   };
 }

@@ -8,7 +8,7 @@ import { buildCompletionEntry } from './completion.ts';
 import { ChildContext } from './child-context.ts';
 import type { ChildQueue, QueuedChild } from './child-queue.ts';
 import type { Core } from './core.ts';
-import type { CompletionEntry, FinalStatus, RunOutcome, Steer } from './types.ts';
+import { RunnerLostError, type CompletionEntry, type FinalStatus, type MissedSteer, type RunOutcome, type Steer } from './types.ts';
 
 type Settled =
   | { readonly kind: 'returned'; readonly outcome: RunOutcome }
@@ -55,6 +55,13 @@ export class LiveChild implements StopListener, QueuedChild {
     const { core, record } = this;
     try {
       if (record.finished || record.status !== 'queued') return;
+      // A runner that runs its child elsewhere first finds it a place (a remote worker); the child
+      // stays `queued` meanwhile, and one stopped while waiting was finished by childStopped().
+      const placing = record.runner.place?.(this.ctx);
+      if (placing) {
+        await placing;
+        if (record.finished || record.status !== 'queued') return;
+      }
       record.start(core.clock.now());
       core.emitAbout('subagent.start', record);
       if (record.timeout_ms !== undefined) this.#timeout = core.clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
@@ -94,7 +101,7 @@ export class LiveChild implements StopListener, QueuedChild {
       error: `internal error: ${describe(err)}`,
       duration_seconds: 0,
       model: record.model,
-      missed: record.inbox.seal().map((s) => s.text),
+      ...missedOf(record.inbox.seal()),
     });
     ChildContext.close(this.ctx);
     try {
@@ -176,9 +183,17 @@ function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext): vo
     error: 'interrupted before it started',
     duration_seconds: 0,
     model: record.model,
-    missed: leftovers.map((s) => s.text),
+    ...missedOf(leftovers),
   });
   publishEntry(core, record, entry);
+}
+
+/** The entry's missed_steer texts and their detail; `maybe` names steers a lost runner may have delivered. */
+function missedOf(steers: readonly Steer[], maybe?: ReadonlySet<string>): { missed: string[]; missed_detail: MissedSteer[] } {
+  return {
+    missed: steers.map((s) => s.text),
+    missed_detail: steers.map((s) => ({ steer_id: s.steer_id, text: s.text, maybe_delivered: maybe?.has(s.steer_id) ?? false })),
+  };
 }
 
 function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: Decision, missed: readonly Steer[]): CompletionEntry {
@@ -195,7 +210,7 @@ function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: 
     duration_seconds: (core.clock.now() - (record.started_at ?? core.clock.now())) / 1000,
     model: record.model,
     tool_trace: record.tool_trace,
-    missed: missed.map((s) => s.text),
+    ...missedOf(missed, settled.kind === 'threw' && settled.error instanceof RunnerLostError ? settled.error.maybe_delivered : undefined),
   });
 }
 
@@ -219,6 +234,10 @@ interface Decision {
 function decide(record: ChildRecord, settled: Settled): Decision {
   const outcome = settled.kind === 'returned' ? settled.outcome : undefined;
   const summary = outcome?.summary ?? record.last_text;
+  // A lost runner decides before a stop: the interrupt that found no worker is reported as the loss.
+  if (settled.kind === 'threw' && settled.error instanceof RunnerLostError) {
+    return { status: 'error', summary: record.last_text, error: settled.error.message, exit_reason: settled.error.exit_reason };
+  }
   if (record.stopReason === 'interrupt') return { status: 'interrupted', summary: outcome?.summary || record.last_text };
   if (record.stopReason === 'timeout') {
     return { status: 'timeout', summary: outcome?.summary || record.last_text, error: `timed out after ${record.timeout_ms} ms` };

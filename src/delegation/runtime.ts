@@ -57,6 +57,13 @@ export interface Runtime {
   /** true means queued, not delivered. */
   steerSubagent(subagent_id: string, text: string): boolean;
   steer(subagent_id: string, text: string): SteerResult;
+  /**
+   * For a steer `steer` answered `queued`: the promise that it reached the child's mailbox, when
+   * the child's runner keeps one elsewhere (a remote worker); undefined otherwise (in-process, the
+   * inbox is the mailbox). Resolves true when the steer is accounted for (it will be delivered or
+   * missed); false when it never reached the mailbox and was taken back, leaving no trace.
+   */
+  steerCommitted(subagent_id: string, steer_id: string): Promise<boolean> | undefined;
   /** Stops the child and its whole subtree; false if unknown, finished or already stopped. */
   interruptSubagent(subagent_id: string): boolean;
   interrupt(subagent_id: string): InterruptResult;
@@ -201,6 +208,17 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     tail: (id, since) => registry.tail(id, since),
     steerSubagent: (id, text) => registry.steerSubagent(id, text),
     steer: (id, text) => registry.steer(id, text),
+    steerCommitted(id, steer_id) {
+      const record = registry.get(id);
+      const pending = record?.runner.committed?.(id, steer_id);
+      if (!record || !pending) return undefined;
+      // Not in the mailbox: withdrawn if still queued here (no trace); if it was taken or sealed
+      // meanwhile it is in the ledger already and ends delivered or missed, so it stays accepted.
+      return pending.then(
+        () => true,
+        () => !record.inbox.withdraw(steer_id),
+      );
+    },
     interruptSubagent: (id) => registry.interruptSubagent(id),
     interrupt: (id) => registry.interrupt(id),
     scoped: {

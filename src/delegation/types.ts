@@ -57,6 +57,30 @@ export interface TaskSpec {
   readonly agent?: unknown;
 }
 
+/** A missed steer in an entry's missed_steer_detail (see the wire's completion entry). */
+export interface MissedSteer {
+  readonly steer_id: string;
+  readonly text: string;
+  readonly maybe_delivered: boolean;
+}
+
+/**
+ * Thrown by a runner whose child ran somewhere that is gone (a remote worker that stopped
+ * answering). The core settles the child as `error` with this `exit_reason`, ahead of any stop
+ * reason: an interrupt that found no worker is a loss, and its steers need the loss accounting.
+ */
+export class RunnerLostError extends Error {
+  override readonly name = 'RunnerLostError';
+  constructor(
+    message: string,
+    readonly exit_reason: string,
+    /** steer_ids the lost runner may have delivered (fetched, never acknowledged). */
+    readonly maybe_delivered: ReadonlySet<string> = new Set(),
+  ) {
+    super(message);
+  }
+}
+
 /** A child's view of its own spawn tree (its children and their descendants), and nothing else. */
 export interface SubtreeControl {
   /** Snapshots of the children this child spawned (finished ones while retained) and their live descendants. */
@@ -208,4 +232,16 @@ export interface Runner {
    * steer is refused (`steerSubagent` answers false) and leaves no trace.
    */
   onSteer?(steer: Steer, ctx: RunnerContext): void;
+  /**
+   * Optional, for runners whose child runs elsewhere (a remote worker): awaited before the child
+   * starts, while it still counts as `queued` (it waits for a place to run, as for a concurrency
+   * slot). It must settle when `ctx.signal` aborts; a child stopped meanwhile never starts.
+   */
+  place?(ctx: RunnerContext): Promise<void>;
+  /**
+   * Optional, with `onSteer`: the promise that an accepted steer reached the child's mailbox
+   * (a remote runner publishes it and resolves on the publish ack). A host is told `queued` only
+   * once it resolves; undefined means nothing to wait for.
+   */
+  committed?(subagent_id: string, steer_id: string): Promise<void> | undefined;
 }

@@ -11,6 +11,8 @@ export const RpcCode = {
   InternalError: -32603,
   /** Implementation-defined server error: the server is shutting down. */
   ShuttingDown: -32000,
+  /** The same server-error code: the children's message bus (NATS) cannot be reached now. */
+  NatsUnavailable: -32000,
   /**
    * Implementation-defined server error: this reply would take the message's replies past
    * max_reply_bytes. The call itself ran; only its reply was replaced.

@@ -111,7 +111,8 @@ export class RpcServer {
     this.#idempotency = new IdempotencyStore(this.#clock);
     this.runtime = createRuntime({
       ...options.runtime,
-      runner_kinds: { ...options.runtime?.runner_kinds, openai: openaiKind(options.openai) },
+      // The caller's kinds win (a remote placement wraps openai too); openai by default.
+      runner_kinds: { openai: openaiKind(options.openai), ...options.runtime?.runner_kinds },
       max_concurrent_children: options.max_concurrent_children,
       max_spawn_depth: options.max_spawn_depth,
       default_runner: options.default_runner,

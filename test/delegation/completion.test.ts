@@ -133,11 +133,24 @@ describe('buildCompletionEntry: missed_steer notes (protocol section 5)', () => 
     const withMissed = buildCompletionEntry(input({ status, summary: 's', error: 'e', missed: ['a', 'b'] }));
     expect(withMissed.status).toBe(status);
     expect(withMissed.exit_reason).toBe(without.exit_reason);
-    // Only summary/error/missed_steer differ.
+    // Only summary/error/missed_steer (and its detail) differ.
     const strip = (e: object) => {
-      const { summary: _s, error: _e, missed_steer: _m, ...rest } = e as Record<string, unknown>;
+      const { summary: _s, error: _e, missed_steer: _m, missed_steer_detail: _d, ...rest } = e as Record<string, unknown>;
       return rest;
     };
     expect(strip(withMissed)).toEqual(strip(without));
+  });
+
+  it('missed_steer_detail comes with missed_steer, one item per missed steer, and never alone', () => {
+    const detail = [
+      { steer_id: 'st_1', text: 'a', maybe_delivered: false },
+      { steer_id: 'st_2', text: 'b', maybe_delivered: true },
+    ];
+    const e = buildCompletionEntry(input({ status: 'error', missed: ['a', 'b'], missed_detail: detail }));
+    expect(e.missed_steer).toBe('a\nb');
+    expect(e.missed_steer_detail).toEqual(detail);
+    const none = buildCompletionEntry(input({ status: 'completed', missed: [], missed_detail: [] }));
+    expect(none.missed_steer).toBeUndefined();
+    expect(none.missed_steer_detail).toBeUndefined();
   });
 });

@@ -47,9 +47,15 @@ export const subagentMethods: Record<string, MethodDef> = {
     // A full queue is an error, not `rejected`: the host must learn to wait, not that the child is gone.
     if (r.status === 'rejected' && r.reason === 'queue_full') throw new RpcError(RpcCode.SteerQueueFull, 'steer queue full');
     // The wire shape carries no `reason` (hermes compatibility) and never a `delivered` key.
-    return r.status === 'queued'
-      ? { status: 'queued', subagent_id, text: r.text, steer_id: r.steer_id }
-      : { status: 'rejected', subagent_id, text: r.text };
+    if (r.status !== 'queued') return { status: 'rejected', subagent_id, text: r.text };
+    const queued = { status: 'queued', subagent_id, text: r.text, steer_id: r.steer_id };
+    // A child on a remote worker: `queued` only once the steer is in its mailbox (publish ack).
+    const committed = server.runtime.steerCommitted(subagent_id, r.steer_id);
+    if (committed === undefined) return queued;
+    return committed.then((ok) => {
+      if (!ok) throw new RpcError(RpcCode.NatsUnavailable, 'NATS unavailable');
+      return queued;
+    });
   }),
 
   'subagent.interrupt': defineMethod(paramsSchemas['subagent.interrupt'], (p, { server, transport }) => {

@@ -1,0 +1,162 @@
+// Case 11, scale-out: children on a worker through NATS JetStream, against the parts it is made of,
+// measured in the same run. (1) A remote steer's queued reply (host -> control plane -> JetStream
+// publish ack -> host) against a bare WebSocket round trip plus a bare JetStream publish-ack
+// (goal: at most 1.5x their sum). (2) Spawn to the child's first event, remote against local.
+// (3) Control-plane CPU per remote child against a local child (goal: at most 2x), and from it
+// how many children one control plane core carries. Needs nats-server (Debian: apt install nats-server).
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { connect } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
+import { sequential, startProcess, wsClient, type RpcClient, type ServerProcess } from '../lib/rpc.ts';
+import { median, row, type Row } from '../lib/stats.ts';
+import { connectWs, subrunWs } from '../lib/subrun.ts';
+import { startNats, type Nats } from '../../test/helpers/nats.ts';
+
+interface Sizes {
+  readonly steers: number;
+  readonly spawns: number;
+  readonly children: number;
+}
+const SIZES = { full: { steers: 2000, spawns: 40, children: 400 }, quick: { steers: 500, spawns: 15, children: 100 }, tiny: { steers: 20, spawns: 2, children: 6 } };
+
+/** utime + stime of a process, in ms (from /proc; 10 ms ticks). */
+function cpuMs(pid: number | undefined): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+interface Plane {
+  readonly proc: ServerProcess;
+  readonly client: RpcClient;
+  readonly session_id: string;
+  /** Resolves on the next event of `type` for `subagent_id`. */
+  next(type: string, subagent_id: string): Promise<void>;
+}
+
+async function plane(flags: readonly string[]): Promise<Plane> {
+  const { proc, url } = await subrunWs(['--max-concurrent-children', '64', '--max-queued-steers', '100000', '--max-queued-steer-bytes', '67108864', ...flags]);
+  const client = await connectWs(url);
+  const waiters = new Map<string, () => void>();
+  // An event may come before the reply that names its child: remember what was seen.
+  const seen = new Set<string>();
+  client.onNotify = (m) => {
+    const e = m.params as { type: string; payload: { subagent_id?: string } };
+    const key = `${e.type} ${e.payload.subagent_id ?? ''}`;
+    const w = waiters.get(key);
+    if (w) {
+      waiters.delete(key);
+      w();
+    } else if (e.type === 'subagent.start' || e.type === 'subagent.text' || e.type === 'subagent.complete') seen.add(key);
+  };
+  const { session_id } = (await client.call('session.create', {})) as { session_id: string };
+  return {
+    proc,
+    client,
+    session_id,
+    next: (type, id) =>
+      new Promise((resolve) => {
+        const key = `${type} ${id}`;
+        if (seen.delete(key)) resolve();
+        else waiters.set(key, resolve);
+      }),
+  };
+}
+
+async function spawnOne(p: Plane, steps: unknown[]): Promise<string> {
+  const r = (await p.client.call('delegation.spawn', { session_id: p.session_id, tasks: [{ goal: 'bench', agent: { kind: 'scripted', steps } }] })) as { subagent_ids: string[] };
+  return r.subagent_ids[0] as string;
+}
+
+export const scaleOutCase: BenchCase = {
+  name: 'scale-out',
+  title: 'Children on workers through NATS JetStream: steer reply, spawn to first event, control-plane CPU',
+  async run(opts: CaseOptions): Promise<Row[]> {
+    const sizes = bySize<Sizes>(opts.mode, SIZES);
+    const procs: ServerProcess[] = [];
+    const clients: RpcClient[] = [];
+    let nats: Nats | undefined;
+    try {
+      nats = await startNats();
+      const remote = await plane(['--nats', nats.url]);
+      procs.push(remote.proc);
+      clients.push(remote.client);
+      const worker = startProcess(['bin/subrun.js', 'worker', '--nats', nats.url, '--max-children', '256']);
+      procs.push(worker);
+      const local = await plane([]);
+      procs.push(local.proc);
+      clients.push(local.client);
+
+      // (1) The steer's queued reply, and the two parts it cannot do without.
+      const rid = await spawnOne(remote, [{ op: 'hang' }]);
+      await remote.next('subagent.start', rid);
+      const steerRemote = await sequential(() => remote.client.call('subagent.steer', { session_id: remote.session_id, subagent_id: rid, text: 'steer' }), sizes.steers, 20_000);
+      const lid = await spawnOne(local, [{ op: 'hang' }]);
+      const steerLocal = await sequential(() => local.client.call('subagent.steer', { session_id: local.session_id, subagent_id: lid, text: 'steer' }), sizes.steers, 20_000);
+
+      const bare = startProcess(['--import', 'tsx', 'bench/servers/ws-bare.ts'], { BENCH_RESULT: JSON.stringify({ status: 'queued', subagent_id: rid, text: 'steer', steer_id: 'st_000000000000' }) });
+      procs.push(bare);
+      bare.child.stdout?.setEncoding('utf8');
+      const [first] = (await once(bare.child.stdout as NodeJS.ReadableStream, 'data')) as [string];
+      const bareClient = await wsClient(`ws://127.0.0.1:${/listening (\d+)/.exec(first)?.[1]}/`);
+      clients.push(bareClient);
+      const wsRtt = await sequential(() => bareClient.call('subagent.steer', { session_id: 'x', subagent_id: rid, text: 'steer' }), sizes.steers, 20_000);
+
+      const nc = await connect({ servers: nats.url });
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.add({ name: 'BENCH', subjects: ['bench.>'], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
+      const js = jetstream(nc);
+      let n = 0;
+      const pubAck = await sequential(() => js.publish('bench.steer', '{"steer_id":"st","text":"steer","seq":1}', { msgID: `m${++n}` }), sizes.steers, 20_000);
+      await nc.close();
+      opts.log(`scale-out: steer p50 remote ${steerRemote.p50.toFixed(0)} µs, local ${steerLocal.p50.toFixed(0)} µs, bare ws ${wsRtt.p50.toFixed(0)} µs, publish-ack ${pubAck.p50.toFixed(0)} µs`);
+
+      // (2) Spawn to the child's first event (its runner's first text), one child at a time.
+      const firstEvent = async (p: Plane): Promise<number> => {
+        const lat: number[] = [];
+        for (let i = 0; i < sizes.spawns; i++) {
+          const t = performance.now();
+          const id = await spawnOne(p, [{ op: 'say', text: 'first' }, { op: 'finish' }]);
+          await p.next('subagent.text', id);
+          lat.push((performance.now() - t) * 1000);
+        }
+        return median(lat);
+      };
+      // Spawns are awaited by id after the reply; the events come later, so waiting is safe.
+      const spawnRemote = await firstEvent(remote);
+      const spawnLocal = await firstEvent(local);
+
+      // (3) Control-plane CPU per child, spawn to entry, with a tool step and two texts each.
+      const steps = [{ op: 'say', text: 'working' }, { op: 'tool', name: 'read_file' }, { op: 'say', text: 'done' }, { op: 'finish', summary: 'ok' }];
+      const cpuPerChild = async (p: Plane): Promise<number> => {
+        const before = cpuMs(p.proc.child.pid);
+        let left = sizes.children;
+        while (left > 0) {
+          const size = Math.min(left, 50);
+          const r = (await p.client.call('delegation.spawn', { session_id: p.session_id, tasks: Array.from({ length: size }, () => ({ goal: 'cpu', agent: { kind: 'scripted', steps } })) })) as { subagent_ids: string[] };
+          await Promise.all(r.subagent_ids.map((id) => p.next('subagent.complete', id)));
+          left -= size;
+        }
+        return (cpuMs(p.proc.child.pid) - before) / sizes.children;
+      };
+      const cpuRemote = await cpuPerChild(remote);
+      const cpuLocal = await cpuPerChild(local);
+      const carried = cpuRemote > 0 ? Math.floor(1000 / cpuRemote) : 0;
+      opts.log(`scale-out: control-plane CPU per child remote ${cpuRemote.toFixed(3)} ms, local ${cpuLocal.toFixed(3)} ms`);
+
+      return [
+        row({ case: 'remote.steer_queued_p50', figure: steerRemote.p50, unit: 'µs', baseline: wsRtt.p50 + pubAck.p50, baseline_unit: 'µs (bare ws rtt + bare publish-ack)', goal: '<= 1.5', note: `ws ${wsRtt.p50.toFixed(0)} + ack ${pubAck.p50.toFixed(0)}` }),
+        row({ case: 'remote.steer_local_p50', figure: steerLocal.p50, unit: 'µs', baseline: wsRtt.p50, baseline_unit: 'µs (bare ws rtt)', note: 'the same steer, in-process child' }),
+        row({ case: 'remote.spawn_first_event_p50', figure: spawnRemote, unit: 'µs', baseline: spawnLocal, baseline_unit: 'µs (local child)' }),
+        row({ case: 'remote.cp_cpu_per_child', figure: cpuRemote, unit: 'ms', baseline: cpuLocal, baseline_unit: 'ms (local child)', goal: '<= 2', note: '4 runner events each, spawn to entry' }),
+        row({ case: 'remote.children_per_cp_core_second', figure: carried, unit: 'children/s', note: 'remote children one control-plane core takes from spawn to entry per second' }),
+      ];
+    } finally {
+      for (const c of clients) await c.close().catch(() => undefined);
+      for (const p of procs) await p.stop();
+      await nats?.dispose();
+    }
+  },
+};

@@ -1,0 +1,35 @@
+// What a remote child and its runner need of the placement (placement.ts implements it): kept
+// apart so the placement, the child and the runner do not import each other.
+import type { Logger } from '../log.ts';
+import type { RunOutcome, RunnerContext, Steer } from '../delegation/types.ts';
+import type { NatsLink } from './nats.ts';
+import type { PreassignedIds } from './preassigned-ids.ts';
+import type { WorkerTable } from './worker-table.ts';
+
+/** One remote child as the runner drives it (remote-child.ts). */
+export interface RemoteChildHandle {
+  readonly id: string;
+  readonly worker: string | undefined;
+  readonly epoch: number;
+  place(ctx: RunnerContext): Promise<void>;
+  run(ctx: RunnerContext): Promise<RunOutcome>;
+  publishSteer(steer: Steer): void;
+  committed(steer_id: string): Promise<void> | undefined;
+  disposeIfIdle(): void;
+  lost(): Promise<void>;
+}
+
+export interface PlacementPort {
+  readonly link: NatsLink;
+  readonly workers: WorkerTable;
+  readonly ids: PreassignedIds;
+  readonly logger: Logger;
+  readonly publish_ms: number;
+  readonly outage_ms: number;
+  child(id: string, agent: Record<string, unknown>): RemoteChildHandle;
+  find(id: string): RemoteChildHandle | undefined;
+  nextEpoch(): number;
+  bind(c: RemoteChildHandle): void;
+  unbind(c: RemoteChildHandle): void;
+  fence(worker: string, child: string, epoch: number): void;
+}

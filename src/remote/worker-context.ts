@@ -1,0 +1,174 @@
+// What a runner sees on a worker: the same RunnerContext as in-process, whose effects travel to
+// the control plane as events on `sr.ev.<child>` (in order, one connection), whose delivery
+// points take from the child's mailbox (fetched in the background, acked at delivery), and whose
+// delegate() asks the control plane to spawn (the ids are made here, so it answers at once).
+import { randomIds } from '../ids.ts';
+import { ErrorCode, SubrunError } from '../errors.ts';
+import type { CompletionEntry, DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../delegation/types.ts';
+import type { Assign, WorkerEvent } from './protocol.ts';
+import type { Mailbox } from './mailbox.ts';
+
+/** What the context needs from the worker: sending, spawning, and the clock. */
+export interface ContextPort {
+  send(ev: DistributiveOmit<WorkerEvent, 'epoch' | 'worker'>): void;
+  spawn(delegation_id: string, subagent_ids: readonly string[], tasks: readonly TaskSpec[], options: DelegateOptions): Promise<CompletionEntry[]>;
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+export class WorkerContext implements RunnerContext {
+  readonly #assign: Assign;
+  readonly #port: ContextPort;
+  readonly #mailbox: Mailbox;
+  readonly #abort = new AbortController();
+  #open = true;
+  #tools = 0;
+
+  constructor(assign: Assign, port: ContextPort, mailbox: Mailbox) {
+    this.#assign = assign;
+    this.#port = port;
+    this.#mailbox = mailbox;
+  }
+
+  /** Makes the context inert (finished, or dropped by the control plane). */
+  close(): void {
+    this.#open = false;
+  }
+
+  get open(): boolean {
+    return this.#open;
+  }
+
+  abort(reason: string): void {
+    this.#abort.abort(reason);
+  }
+
+  get subagent_id(): string {
+    return this.#assign.child;
+  }
+  get parent_id(): string | null {
+    return this.#assign.limits.parent_id;
+  }
+  get depth(): number {
+    return this.#assign.limits.depth;
+  }
+  get goal(): string {
+    return this.#assign.goal;
+  }
+  get context(): string | undefined {
+    return this.#assign.context;
+  }
+  get can_delegate(): boolean {
+    return this.#assign.limits.can_delegate;
+  }
+  get max_batch(): number {
+    return this.#assign.limits.max_batch;
+  }
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  now(): number {
+    return Date.now();
+  }
+
+  sleep(ms: number, cancel?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const signals = [this.#abort.signal, cancel].filter((s): s is AbortSignal => s !== undefined);
+      const done = () => {
+        clearTimeout(timer);
+        for (const s of signals) s.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      for (const s of signals) {
+        if (s.aborted) return done();
+        s.addEventListener('abort', done, { once: true });
+      }
+    });
+  }
+
+  checkpoint(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  write(line: string): void {
+    if (this.#open) this.#port.send({ type: 'write', line });
+  }
+  thinking(text: string): void {
+    if (this.#open) this.#port.send({ type: 'thinking', text });
+  }
+  text(text: string): void {
+    if (this.#open) this.#port.send({ type: 'text', text });
+  }
+  textDelta(delta: string): void {
+    if (this.#open && delta !== '') this.#port.send({ type: 'text_delta', text: delta });
+  }
+  thinkingDelta(delta: string): void {
+    if (this.#open && delta !== '') this.#port.send({ type: 'thinking_delta', text: delta });
+  }
+
+  startTool(name: string, args?: unknown): ToolCall {
+    if (!this.#open) return { finish() {} };
+    const i = ++this.#tools;
+    this.#port.send({ type: 'tool', i, name, ...(args !== undefined ? { args } : {}) });
+    let ended = false;
+    return {
+      finish: (result, ok = true) => {
+        if (ended || !this.#open) return;
+        ended = true;
+        // Only what the transcript shows travels (the control plane previews it the same way).
+        this.#port.send({ type: 'tool_end', i, ...(result !== undefined ? { result: result.slice(0, 4096) } : {}), ok });
+      },
+    };
+  }
+
+  deliverSteers(): Steer[] {
+    if (!this.#open) return [];
+    const steers = this.#mailbox.take();
+    this.#delivered(steers);
+    return steers;
+  }
+
+  takeSteers(): Steer[] {
+    return this.#open ? this.#mailbox.take() : [];
+  }
+
+  confirmDelivered(steers: readonly Steer[]): void {
+    if (this.#open) this.#delivered(steers);
+  }
+
+  /** Acked at the delivery point, then told: an ack the server holds means delivered. */
+  #delivered(steers: readonly Steer[]): void {
+    const acked = this.#mailbox.ack(steers);
+    if (acked.length > 0) this.#port.send({ type: 'delivered', steer_ids: acked.map((s) => s.steer_id) });
+  }
+
+  steerArrived(cancel?: AbortSignal): Promise<void> {
+    return this.#mailbox.arrived(this.#abort.signal, cancel);
+  }
+
+  delegate(tasks: readonly TaskSpec[], options: DelegateOptions = {}): DelegationHandle {
+    if (!this.#open) throw new SubrunError(ErrorCode.RuntimeClosed, `subagent ${this.subagent_id} has finished; it can no longer delegate`);
+    if (!this.can_delegate) throw new SubrunError(ErrorCode.DepthExceeded, `spawn depth limit reached: this subagent is at depth ${this.depth}`);
+    if (!Array.isArray(tasks) || tasks.length === 0) throw new SubrunError(ErrorCode.TasksRequired, 'tasks required: pass a non-empty array of {goal, context?, agent?}');
+    if (tasks.length > this.max_batch) throw new SubrunError(ErrorCode.TooManyTasks, `too many tasks: ${tasks.length} given, at most ${this.max_batch} per batch`);
+    const delegation_id = randomIds.delegation();
+    const subagent_ids = tasks.map(() => randomIds.subagent());
+    const results = this.#port.spawn(delegation_id, subagent_ids, tasks, options);
+    let each: Promise<CompletionEntry>[] | undefined;
+    return {
+      delegation_id,
+      subagent_ids,
+      results,
+      get each() {
+        return (each ??= subagent_ids.map((_, i) => results.then((entries) => entries[i] as CompletionEntry)));
+      },
+    };
+  }
+
+  get subtree(): SubtreeControl {
+    // Synchronous views of the tree live on the control plane; a worker cannot answer them at once.
+    throw new SubrunError(ErrorCode.InvalidOptions, 'subtree control is not available to a child on a worker');
+  }
+}

@@ -1,0 +1,171 @@
+// The control plane's view of its workers: who is heartbeating, with what capacity, how many of
+// its slots the control plane has handed out, and who is waiting for a slot. A worker silent for
+// longer than the loss bound is declared lost (once); a child waits `queued` while no worker has
+// room, and fails after the outage bound only when NATS itself is unreachable.
+import type { Logger } from '../log.ts';
+import type { Heartbeat } from './protocol.ts';
+
+export interface WorkerState {
+  readonly id: string;
+  capacity: number;
+  lastSeen: number;
+  /** Slots the control plane counts as held on it (running children not waiting for their own). */
+  slots: number;
+  /** Refused an assignment as full: not chosen again before its next heartbeat. */
+  full: boolean;
+}
+
+export class NatsUnavailableError extends Error {
+  override readonly name = 'NatsUnavailableError';
+  constructor() {
+    super('NATS unavailable');
+  }
+}
+
+interface Waiter {
+  resolve(worker: WorkerState): void;
+  reject(err: Error): void;
+  signal: AbortSignal;
+  cancel(): void;
+}
+
+export interface WorkerTableOptions {
+  readonly loss_ms: number;
+  readonly outage_ms: number;
+  readonly logger: Logger;
+  /** When the outage began (undefined while connected). */
+  readonly downSince: () => number | undefined;
+  readonly onLost: (worker: string) => void;
+}
+
+export class WorkerTable {
+  readonly #workers = new Map<string, WorkerState>();
+  readonly #waiting: Waiter[] = [];
+  readonly #options: WorkerTableOptions;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(options: WorkerTableOptions) {
+    this.#options = options;
+    // A quarter of the loss bound: a silent worker is noticed within 1.25x the bound.
+    this.#timer = setInterval(() => this.#check(), Math.max(50, Math.min(250, Math.floor(options.loss_ms / 4))));
+    this.#timer.unref();
+  }
+
+  get size(): number {
+    return this.#workers.size;
+  }
+
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  heartbeat(hb: Heartbeat): void {
+    let w = this.#workers.get(hb.worker);
+    if (!w) {
+      w = { id: hb.worker, capacity: hb.capacity, lastSeen: Date.now(), slots: 0, full: false };
+      this.#workers.set(hb.worker, w);
+      this.#options.logger.info({ worker: hb.worker, capacity: hb.capacity }, 'worker joined');
+    }
+    w.capacity = hb.capacity;
+    w.lastSeen = Date.now();
+    w.full = false;
+    this.#pump();
+  }
+
+  /**
+   * A worker with room, chosen by the lowest fraction of its capacity in use. Waits while none
+   * has room; rejects with NatsUnavailableError once NATS has been unreachable for the outage
+   * bound; resolves undefined if `signal` aborts first. The slot is counted at once.
+   */
+  acquire(signal: AbortSignal): Promise<WorkerState | undefined> {
+    const now = this.#pick();
+    if (now) {
+      now.slots++;
+      return Promise.resolve(now);
+    }
+    if (signal.aborted) return Promise.resolve(undefined);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.#remove(waiter);
+        resolve(undefined);
+      };
+      const waiter: Waiter = { resolve, reject, signal, cancel: () => signal.removeEventListener('abort', onAbort) };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#waiting.push(waiter);
+    });
+  }
+
+  /** Gives a slot back (the child finished, or waits for its own children). */
+  release(worker: string): void {
+    const w = this.#workers.get(worker);
+    if (w && w.slots > 0) w.slots--;
+    this.#pump();
+  }
+
+  /** Takes a slot again (the child's own children are done and it runs on). */
+  retake(worker: string): void {
+    const w = this.#workers.get(worker);
+    if (w) w.slots++;
+  }
+
+  /** The worker refused an assignment as full: skip it until it heartbeats again. */
+  markFull(worker: string): void {
+    const w = this.#workers.get(worker);
+    if (w) w.full = true;
+  }
+
+  /** Forgets a worker now (no responders on a control request). */
+  lose(worker: string): void {
+    if (!this.#workers.delete(worker)) return;
+    this.#options.logger.warn({ worker }, 'worker lost');
+    this.#options.onLost(worker);
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    for (const w of this.#waiting.splice(0)) {
+      w.cancel();
+      w.reject(new NatsUnavailableError());
+    }
+  }
+
+  #pick(): WorkerState | undefined {
+    let best: WorkerState | undefined;
+    for (const w of this.#workers.values()) {
+      if (w.full || w.slots >= w.capacity) continue;
+      if (!best || w.slots / w.capacity < best.slots / best.capacity) best = w;
+    }
+    return best;
+  }
+
+  #pump(): void {
+    while (this.#waiting.length > 0) {
+      const w = this.#pick();
+      if (!w) return;
+      const waiter = this.#waiting.shift() as Waiter;
+      waiter.cancel();
+      w.slots++;
+      waiter.resolve(w);
+    }
+  }
+
+  #remove(waiter: Waiter): void {
+    const i = this.#waiting.indexOf(waiter);
+    if (i >= 0) this.#waiting.splice(i, 1);
+  }
+
+  #check(): void {
+    const now = Date.now();
+    const down = this.#options.downSince();
+    for (const w of [...this.#workers.values()]) {
+      if (now - w.lastSeen > this.#options.loss_ms) this.lose(w.id);
+    }
+    // Waiting is the norm while workers are busy or absent; only an outage past its bound fails.
+    if (down !== undefined && now - down > this.#options.outage_ms) {
+      for (const w of this.#waiting.splice(0)) {
+        w.cancel();
+        w.reject(new NatsUnavailableError());
+      }
+    }
+  }
+}
