@@ -16,8 +16,8 @@ export interface LoopEffects {
   readonly sleep: Sleeper;
   onText(delta: string): void;
   onReasoning(delta: string): void;
-  /** A tool call starts; the returned function ends it. */
-  onToolStart(name: string, args: unknown): (output: string, ok: boolean) => void;
+  /** A tool call starts (`call_id`: the model's id for the call); the returned function ends it. */
+  onToolStart(name: string, args: unknown, call_id: string): (output: string, ok: boolean) => void;
   takeSteers(): Steer[];
   confirmSteers(steers: readonly Steer[]): void;
   /** Messages that arrived in the background (children's completions), taken before each call. */
@@ -129,7 +129,7 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
       if (fx.signal.aborted) return end('interrupted');
       // Parsed once: the preview shows it, the tool gets it (bad JSON goes back to the model).
       const args = parseToolArguments(call.function.arguments);
-      const done = fx.onToolStart(call.function.name, args.raw.trim() === '' ? '' : args.json);
+      const done = fx.onToolStart(call.function.name, args.raw.trim() === '' ? '' : args.json, call.id);
       const run = await runTool(tools, call.function.name, args, { signal: fx.signal });
       done(run.output, run.ok);
       messages.push({ role: 'tool', tool_call_id: call.id, content: run.output });

@@ -26,6 +26,11 @@ const PARENT_PROMPT = [
   'context. When all the work is done, answer the user.',
 ].join('\n');
 
+/** A turn's end as hermes' `TurnStatus`: a failure of any kind is `error` (the text says which). */
+function turnStatus(status: string): 'complete' | 'error' | 'interrupted' {
+  return status === 'completed' ? 'complete' : status === 'interrupted' ? 'interrupted' : 'error';
+}
+
 export interface ParentAgentDeps {
   readonly runtime: Runtime;
   readonly config: OpenAIRunnerConfig | undefined;
@@ -63,15 +68,25 @@ export class ParentAgent {
     return this.#turn !== undefined;
   }
 
-  /** Starts one turn in the background. */
-  submit(text: string): { status: 'started'; turn_id: string } {
+  /**
+   * The conversation so far as rows a host can show (hermes' `TranscriptMessage`): what the user
+   * said, the model's answers and the tools' results; the model's bare tool calls are no rows.
+   */
+  transcript(): { role: 'user' | 'assistant' | 'tool'; text: string }[] {
+    const rows: { role: 'user' | 'assistant' | 'tool'; text: string }[] = [];
+    for (const m of this.#history) if (m.role !== 'system' && m.content !== null) rows.push({ role: m.role, text: m.content });
+    return rows;
+  }
+
+  /** Starts one turn in the background; it begins streaming at once (`message.start`). */
+  submit(text: string): { status: 'streaming'; turn_id: string } {
     const config = this.#deps.config;
     if (!config) throw new SubrunError(ErrorCode.NoModel, 'no model configured: start the server with --base-url and --model');
     if (this.#turn) throw new SubrunError(ErrorCode.TurnRunning, 'a turn is already running: steer it with session.steer or stop it with session.interrupt');
     const turn: Turn = { turn_id: `turn_${++this.#turns}`, abort: new AbortController(), inbox: new SteerInbox() };
     this.#turn = turn;
     void this.#run(turn, config, text).catch((err: unknown) => this.#deps.logger.error({ err }, 'parent turn failed'));
-    return { status: 'started', turn_id: turn.turn_id };
+    return { status: 'streaming', turn_id: turn.turn_id };
   }
 
   /** Queues guidance for the running turn; rejected when no turn runs (it would strand). */
@@ -111,6 +126,8 @@ export class ParentAgent {
     const tools = [...(config.tools ?? []), delegateTaskTool(this.#port(childRunner), completions)];
     const { clock } = this.#deps;
     const started = clock.now();
+    // Before the first await: the host has it before prompt.submit's reply.
+    emit('message.start', {});
     const r = await runAgentLoop(
       {
         endpoint: config.endpoint,
@@ -124,9 +141,13 @@ export class ParentAgent {
         sleep: (ms) => sleep(clock, ms, turn.abort.signal),
         onText: (d) => emit('message.delta', { turn_id: turn.turn_id, text: d }),
         onReasoning: (d) => emit('message.thinking', { turn_id: turn.turn_id, text: d }),
-        onToolStart: (name, args) => {
-          emit('tool.start', { turn_id: turn.turn_id, tool_name: name, preview: preview(args) });
-          return (output, ok) => emit('tool.complete', { turn_id: turn.turn_id, tool_name: name, ok, preview: preview(output) });
+        onToolStart: (name, args, tool_id) => {
+          // hermes' shapes: the model's call id and the function name; `args` only as an object.
+          const shown = typeof args === 'object' && args !== null && !Array.isArray(args) ? { args: args as Record<string, unknown> } : {};
+          const t0 = clock.now();
+          emit('tool.start', { turn_id: turn.turn_id, tool_id, name, ...shown, preview: preview(args) });
+          return (output, ok) =>
+            emit('tool.complete', { turn_id: turn.turn_id, tool_id, name, ...shown, ok, duration_s: (clock.now() - t0) / 1000, preview: preview(output) });
         },
         takeSteers: () => turn.inbox.take(),
         confirmSteers: (steers) => {
@@ -155,13 +176,14 @@ export class ParentAgent {
     });
     emit('message.complete', {
       turn_id: turn.turn_id,
-      status: entry.status,
+      status: turnStatus(entry.status),
       text: entry.summary,
       // Only when it says more than the status: the turn hit max_iterations.
       ...(entry.exit_reason !== entry.status ? { exit_reason: entry.exit_reason } : {}),
       ...(entry.error !== undefined ? { error: entry.error } : {}),
       api_calls: entry.api_calls,
       tokens: entry.tokens,
+      usage: { input: entry.tokens.input, output: entry.tokens.output, total: entry.tokens.input + entry.tokens.output, calls: entry.api_calls },
       ...(entry.missed_steer !== undefined ? { missed_steer: entry.missed_steer } : {}),
     });
   }

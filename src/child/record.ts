@@ -259,8 +259,9 @@ export class ChildRecord {
   }
 
   /**
-   * An event payload about this child: its identity, then `extra`, then `src`. Written as one
-   * literal with the spread in the middle on purpose: on Node 20 (V8 11.3) a spread copy that then
+   * An event payload about this child: its identity (with its model and tool count), then `extra`,
+   * then `src`. Written as one literal with the spread in the middle on purpose: on Node 20 (V8
+   * 11.3) a spread copy that then
    * gains keys (`{ ...identity, ...extra, src }`) costs about 6 µs per object against 0.1 µs
    * for this form (bench/cases/registry.ts and fanout.ts measure it), and every event pays it.
    */
@@ -273,6 +274,8 @@ export class ChildRecord {
       task_index: this.task_index,
       task_count: this.task_count,
       goal: this.goal,
+      model: this.model,
+      tool_count: this.tool_count,
       ...extra,
       src: this.subagent_id,
     };

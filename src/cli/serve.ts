@@ -8,7 +8,8 @@
 // --shutdown-grace-ms to read it all before whatever is left is cut and the process exits.
 import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
-import { resolve as resolvePath } from 'node:path';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { acpStdio, type AcpStdio } from '../acp/stdio.ts';
 import { workspaceTools } from '../agent/tools/workspace.ts';
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
@@ -51,6 +52,9 @@ export const SERVE_FLAGS = [
   { flag: 'shutdown-grace-ms', env: 'SUBRUN_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 2_147_483_647, help: 'on shutdown, how long peers have to read their completions before they are cut (default 5000)' },
   { flag: 'ui-dir', env: 'SUBRUN_UI_DIR', kind: 'string', arg: 'DIR', help: "the directory served under /ui/ with --ws (default: the package's dashboard)" },
   { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string', arg: 'L', help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)' },
+  { flag: 'single-user', env: 'SUBRUN_SINGLE_USER', kind: 'bool', help: "hermes' authority model: the token owns every session (resume and replay need no key)" },
+  { flag: 'state-dir', env: 'SUBRUN_STATE_DIR', kind: 'string', arg: 'DIR', help: 'where saved spawn trees are kept (default $XDG_STATE_HOME/subrun or ~/.local/state/subrun)' },
+  { flag: 'no-state', env: 'SUBRUN_NO_STATE', kind: 'bool', help: 'keep no state: spawn_tree.* answer 4031' },
   { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string', arg: 'R', help: 'runner of tasks without an agent: scripted or openai (default scripted)' },
   // Children on workers through NATS JetStream (docs/scale-out.md); without --nats, in-process.
   { flag: 'nats', env: 'SUBRUN_NATS', kind: 'string', arg: 'URL', help: 'run every child on `subrun worker` processes through this NATS server with JetStream (docs/scale-out.md)' },
@@ -85,6 +89,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   if (defaultRunner === 'openai' && !openai) throw new UsageError('--default-runner openai needs --base-url and --model');
 
+  if (v['no-state'] === true && v['state-dir'] !== undefined) throw new UsageError('--no-state and --state-dir exclude each other');
+  const state_dir = v['no-state'] === true ? undefined : resolvePath(v['state-dir'] ?? defaultStateDir());
+
   const logger = createLogger(level);
   const nats = v.nats as string | undefined;
   if (nats === undefined && (v['worker-loss-ms'] !== undefined || v['nats-outage-ms'] !== undefined)) {
@@ -101,6 +108,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
     park_ttl_ms: v['park-ttl-ms'],
     replay_events: v['replay-events'],
     replay_bytes: v['replay-bytes'],
+    single_user: v['single-user'] === true,
+    state_dir,
+    cwd: resolvePath(v.workspace ?? '.'),
     runtime: {
       interrupt_grace_ms: v['interrupt-grace-ms'],
       max_queued_steers: v['max-queued-steers'],
@@ -232,6 +242,12 @@ async function openPlacement(url: string, v: Record<string, unknown>, logger: Re
     // A failed handshake can leave a socket open: exit now, not when it times out.
     process.exit(2);
   }
+}
+
+/** `$XDG_STATE_HOME/subrun`, else `~/.local/state/subrun` (made only when a tree is saved). */
+function defaultStateDir(): string {
+  const xdg = process.env.XDG_STATE_HOME;
+  return xdg !== undefined && isAbsolute(xdg) ? join(xdg, 'subrun') : join(homedir(), '.local', 'state', 'subrun');
 }
 
 /** Waits up to `grace_ms` for stdout to take everything; false if it did not (the host is cut). */

@@ -88,9 +88,35 @@ const identity = {
   task_index: z.number().int().nonnegative(),
   task_count: z.number().int().positive(),
   goal: z.string(),
+  model: z.string(),
+  tool_count: z.number().int().nonnegative(),
 };
 
-/** Event payloads by type (protocol section 8). */
+const tokenCount = z.number().int().nonnegative();
+
+/**
+ * `subagent.complete` on the wire: the completion entry flat beside the identity, with hermes'
+ * names (`input_tokens`, `output_tokens` for `tokens.input`, `tokens.output`). The in-process bus
+ * and `delegation.result` keep the entry's own shape (`busEventPayloadSchemas`).
+ */
+export const wireCompletionSchema = z.strictObject({
+  ...identity,
+  status: finalStatusSchema,
+  exit_reason: z.string(),
+  summary: z.string(),
+  error: z.string().optional(),
+  api_calls: tokenCount,
+  duration_seconds: z.number().nonnegative(),
+  input_tokens: tokenCount,
+  output_tokens: tokenCount,
+  tool_trace: completionEntrySchema.shape.tool_trace,
+  missed_steer: z.string().optional(),
+});
+
+/** hermes' `TurnStatus`: how a parent turn ended. */
+export const turnStatusSchema = z.enum(['complete', 'error', 'interrupted']);
+
+/** Wire event payloads by type (protocol section 8). */
 export const eventPayloadSchemas = {
   'delegation.dispatched': z.strictObject({ delegation_id: id, subagent_ids: z.array(id), count: z.number().int().positive() }),
   'delegation.complete': z.strictObject({ delegation_id: id, results: z.array(completionEntrySchema) }),
@@ -98,26 +124,46 @@ export const eventPayloadSchemas = {
   'subagent.start': z.strictObject(identity),
   'subagent.thinking': z.strictObject({ ...identity, text: z.string() }),
   'subagent.text': z.strictObject({ ...identity, text: z.string() }),
-  'subagent.tool': z.strictObject({ ...identity, tool_name: z.string(), preview: z.string(), tool_count: z.number().int().positive() }),
+  'subagent.tool': z.strictObject({ ...identity, tool_name: z.string(), tool_preview: z.string(), text: z.string(), tool_count: z.number().int().positive() }),
   'subagent.steer.delivered': z.strictObject({ ...identity, steer_id: id, text: z.string() }),
-  'subagent.complete': z.strictObject({ ...identity, entry: completionEntrySchema }),
+  'subagent.complete': wireCompletionSchema,
+  'message.start': z.strictObject({}),
   'message.delta': z.strictObject({ turn_id: id, text: z.string() }),
   'message.thinking': z.strictObject({ turn_id: id, text: z.string() }),
   'message.complete': z.strictObject({
     turn_id: id,
-    status: finalStatusSchema,
+    status: turnStatusSchema,
     text: z.string(),
     exit_reason: z.string().optional(),
     error: z.string().optional(),
-    api_calls: z.number().int().nonnegative(),
-    tokens: z.strictObject({ input: z.number().int().nonnegative(), output: z.number().int().nonnegative() }),
+    api_calls: tokenCount,
+    tokens: z.strictObject({ input: tokenCount, output: tokenCount }),
+    usage: z.strictObject({ input: tokenCount, output: tokenCount, total: tokenCount, calls: tokenCount }),
     missed_steer: z.string().optional(),
   }),
-  'tool.start': z.strictObject({ turn_id: id, tool_name: z.string(), preview: z.string() }),
-  'tool.complete': z.strictObject({ turn_id: id, tool_name: z.string(), ok: z.boolean(), preview: z.string() }),
+  'tool.start': z.strictObject({ turn_id: id, tool_id: id, name: z.string(), args: z.record(z.string(), z.unknown()).optional(), preview: z.string() }),
+  'tool.complete': z.strictObject({
+    turn_id: id,
+    tool_id: id,
+    name: z.string(),
+    args: z.record(z.string(), z.unknown()).optional(),
+    ok: z.boolean(),
+    duration_s: z.number().nonnegative(),
+    preview: z.string(),
+  }),
   'session.steer.delivered': z.strictObject({ turn_id: id, steer_id: id, text: z.string() }),
   /** The session had live children and has none left, every completion sent: the tree is quiet. */
   'session.idle': z.strictObject({ session_id: id, generation: z.number().int().positive() }),
+} as const;
+
+/**
+ * The in-process bus's view of the children's events (`runtime.events`): the same payloads, except
+ * `subagent.tool` (`preview`) and `subagent.complete` (the completion entry under `entry`).
+ */
+export const busEventPayloadSchemas = {
+  ...eventPayloadSchemas,
+  'subagent.tool': z.strictObject({ ...identity, tool_name: z.string(), preview: z.string(), tool_count: z.number().int().positive() }),
+  'subagent.complete': z.strictObject({ ...identity, entry: completionEntrySchema }),
 } as const;
 
 export type EventType = keyof typeof eventPayloadSchemas;
@@ -127,21 +173,43 @@ export const EVENT_TYPES = Object.keys(eventPayloadSchemas).sort() as EventType[
 export function parseBusEvent(value: unknown): { type: EventType } & Record<string, unknown> {
   const head = z.looseObject({ type: z.enum(EVENT_TYPES as [EventType, ...EventType[]]), ts: unixSeconds, src: z.string() }).parse(value);
   const { type: _t, ts: _ts, src: _src, ...payload } = value as Record<string, unknown>;
-  eventPayloadSchemas[head.type].parse(payload);
+  busEventPayloadSchemas[head.type].parse(payload);
   return value as { type: EventType } & Record<string, unknown>;
 }
 
-/** A wire event notification's params: `{type, session_id, seq, ts, payload}`. */
+/** The first frame on every connection (hermes' required fields beside ours). */
+export const gatewayReadyPayloadSchema = z.strictObject({
+  protocol_version: z.literal(PROTOCOL_VERSION),
+  /** Names this server process: a seq watermark from another epoch is void (the server restarted). */
+  replay_epoch: z.string().min(1),
+  server: z.strictObject({ name: z.string(), version: z.string() }),
+  /** hermes' theme object: subrun has none. */
+  skin: z.strictObject({}),
+  /** subrun sends no `*.changed` broadcasts. */
+  change_events: z.literal(false),
+  /** `gateway.ping` is answered at once on every transport. */
+  heartbeat: z.literal(true),
+});
+
+/**
+ * A wire event notification's params: `{type, session_id, seq, ts, payload}`. `session_id` is
+ * absent (never null) on the frames of no session (`gateway.ready`).
+ */
 export const wireEventSchema = z
   .strictObject({
     type: z.string(),
-    session_id: z.string().nullable(),
+    session_id: id.optional(),
     seq: z.number().int().nonnegative(),
     ts: unixSeconds,
     payload: z.record(z.string(), z.unknown()),
   })
   .superRefine((e, ctx) => {
-    if (e.type === 'gateway.ready') return;
+    if (e.type === 'gateway.ready') {
+      const r = gatewayReadyPayloadSchema.safeParse(e.payload);
+      if (!r.success) for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: ['payload', ...i.path.map(String)] });
+      return;
+    }
+    if (e.session_id === undefined) return ctx.addIssue({ code: 'custom', message: 'a session event needs its session_id', path: ['session_id'] });
     const schema = (eventPayloadSchemas as Record<string, z.ZodType>)[e.type];
     if (!schema) return ctx.addIssue({ code: 'custom', message: `unknown event type ${e.type}`, path: ['type'] });
     const r = schema.safeParse(e.payload);
@@ -163,7 +231,14 @@ const idempotencyKey = z
 
 export const paramsSchemas = {
   'server.info': loose({}),
-  'session.create': loose({ title: z.string().max(512).optional() }),
+  'ping': loose({}),
+  'gateway.ping': loose({}),
+  'client.capabilities': loose({}),
+  // hermes' create params (cols, source, cwd, model, ...) are accepted; title and
+  // close_on_disconnect mean something here, the rest is ignored.
+  'session.create': loose({ title: z.string().max(512).nullable().optional(), close_on_disconnect: z.boolean().optional() }),
+  'session.resume': loose({ session_id: anyField, session_key: anyField, close_on_disconnect: z.boolean().optional() }),
+  'session.activate': loose({ session_id: anyField, session_key: anyField }),
   'session.attach': loose({ session_id: anyField, session_key: anyField }),
   'session.detach': loose({ session_id: anyField }),
   'session.reset': loose({ session_id: anyField, idempotency_key: idempotencyKey }),
@@ -185,6 +260,19 @@ export const paramsSchemas = {
   'prompt.submit': loose({ session_id: anyField, text: anyField }),
   'session.steer': loose({ session_id: anyField, text: anyField }),
   'session.interrupt': loose({ session_id: anyField }),
+  'spawn_tree.save': loose({
+    session_id: z.string().max(256).nullable().optional(),
+    subagents: anyField,
+    started_at: unixSeconds.max(1e11).nullable().optional(),
+    finished_at: unixSeconds.max(1e11).nullable().optional(),
+    label: z.string().max(512).nullable().optional(),
+  }),
+  'spawn_tree.list': loose({
+    session_id: z.string().max(256).nullable().optional(),
+    cross_session: z.boolean().optional(),
+    limit: z.number().int().min(1).max(500).nullable().optional(),
+  }),
+  'spawn_tree.load': loose({ path: anyField }),
 } as const;
 
 /**
@@ -204,6 +292,48 @@ export type ParamsOf<M extends MethodName> = z.output<(typeof paramsSchemas)[M]>
 /** Present (and true) only on the kept answer of a repeated idempotency key. */
 const replayFlag = z.literal(true).optional();
 
+/** One row of the parent conversation, as hermes' `TranscriptMessage` (tool calls are not rows). */
+export const transcriptRowSchema = z.strictObject({ role: z.enum(['user', 'assistant', 'tool']), text: z.string() });
+
+/** What session.create, resume and activate say about the session (hermes' `SessionLiveInfo`). */
+export const sessionInfoSchema = z.strictObject({
+  pong: z.literal(true),
+  model: z.string(),
+  running: z.boolean(),
+  title: z.string(),
+  cwd: z.string(),
+  stored_session_id: id,
+});
+
+const sessionView = {
+  session_id: id,
+  /** The id a host stores to resume by: the session id itself (subrun keeps no other). */
+  stored_session_id: id,
+  generation: z.number().int().positive(),
+  message_count: z.number().int().nonnegative(),
+  messages: z.array(transcriptRowSchema),
+  info: sessionInfoSchema,
+};
+
+/** A saved spawn tree file, as spawn_tree.save writes it and spawn_tree.load returns it. */
+export const spawnTreeFileSchema = z.strictObject({
+  session_id: z.string(),
+  started_at: unixSeconds.nullable(),
+  finished_at: unixSeconds,
+  label: z.string(),
+  subagents: z.array(z.record(z.string(), z.unknown())).min(1),
+});
+
+export const spawnTreeEntrySchema = z.strictObject({
+  path: z.string().min(1),
+  session_id: z.string(),
+  started_at: unixSeconds.nullable(),
+  finished_at: unixSeconds,
+  label: z.string(),
+  count: z.number().int().positive(),
+});
+
+
 export const resultSchemas = {
   'server.info': z.strictObject({
     name: z.string(),
@@ -213,7 +343,12 @@ export const resultSchemas = {
     events: z.array(z.string()),
     limits: z.record(z.string(), z.number()),
   }),
-  'session.create': z.strictObject({ session_id: id, session_key: z.string().min(16), generation: z.number().int().positive() }),
+  'ping': z.strictObject({ pong: z.literal(true) }),
+  'gateway.ping': z.strictObject({ pong: z.literal(true), ok: z.literal(true) }),
+  'client.capabilities': z.strictObject({ server_requests: z.array(z.never()) }),
+  'session.create': z.strictObject({ ...sessionView, session_key: z.string().min(16) }),
+  'session.resume': z.strictObject({ ...sessionView, live_subagents: z.number().int().nonnegative(), open_requests: z.array(z.never()) }),
+  'session.activate': z.strictObject({ ...sessionView, live_subagents: z.number().int().nonnegative(), open_requests: z.array(z.never()) }),
   'session.attach': z.strictObject({ session_id: id, generation: z.number().int().positive(), live_subagents: z.number().int().nonnegative() }),
   'session.detach': z.strictObject({ detached: z.literal(true) }),
   'session.reset': z.strictObject({ session_id: id, generation: z.number().int().positive(), idempotent_replay: replayFlag }),
@@ -242,20 +377,22 @@ export const resultSchemas = {
     z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), idempotent_replay: replayFlag }),
   ]),
   'subagent.interrupt': interruptResultSchema.extend({ idempotent_replay: replayFlag }),
-  'prompt.submit': z.strictObject({ status: z.literal('started'), turn_id: id }),
+  'prompt.submit': z.strictObject({ status: z.literal('streaming'), turn_id: id }),
   'session.steer': z.union([
     z.strictObject({ session_id: id, status: z.literal('queued'), text: z.string(), steer_id: id }),
     z.strictObject({ session_id: id, status: z.literal('rejected'), text: z.string() }),
   ]),
-  'session.interrupt': z.strictObject({ session_id: id, turn_interrupted: z.boolean(), interrupted: z.array(id) }),
+  'session.interrupt': z.strictObject({
+    session_id: id,
+    status: z.enum(['interrupted', 'not_interrupted']),
+    interrupted: z.boolean(),
+    turn_interrupted: z.boolean(),
+    stopped: z.array(id),
+  }),
+  'spawn_tree.save': z.strictObject({ path: z.string().min(1), session_id: z.string() }),
+  'spawn_tree.list': z.strictObject({ entries: z.array(spawnTreeEntrySchema) }),
+  'spawn_tree.load': spawnTreeFileSchema,
 } as const satisfies Record<MethodName, z.ZodType>;
-
-export const gatewayReadyPayloadSchema = z.strictObject({
-  protocol_version: z.literal(PROTOCOL_VERSION),
-  /** Names this server process: a seq watermark from another epoch is void (the server restarted). */
-  replay_epoch: z.string().min(1),
-  server: z.strictObject({ name: z.string(), version: z.string() }),
-});
 
 // ---- the wire's types, inferred from the schemas above (for hosts: subrun/protocol) ----
 

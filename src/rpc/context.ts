@@ -7,6 +7,7 @@ import type { DelegationLedger } from './delegation-ledger.ts';
 import type { IdempotencyStore } from './idempotency.ts';
 import type { ParentAgent } from '../agent/parent-agent.ts';
 import type { SessionStore } from './sessions.ts';
+import type { SpawnTreeStore } from './spawn-trees.ts';
 
 export interface ServerLimits {
   readonly max_message_bytes: number;
@@ -34,12 +35,21 @@ export interface ServerState {
   readonly info: { readonly name: string; readonly version: string };
   /** Names this server process in gateway.ready and replays (new on every start). */
   readonly replay_epoch: string;
+  /** hermes' authority model: the token owns every session (see ServerOptions.single_user). */
+  readonly single_user: boolean;
+  /** The working directory and model hosts are told about (session info). */
+  readonly cwd: string;
+  readonly model: string;
+  /** Saved spawn trees; undefined when the server keeps no state. */
+  readonly spawnTrees: SpawnTreeStore | undefined;
   /** Lifecycle lines at info, with ids; never steer text, keys or tokens. */
   readonly logger: Logger;
   /** Set once shutdown began: no new work is accepted. */
   readonly draining: boolean;
   /** The session's parent agent (made on first use). */
   parentOf(session_id: string): ParentAgent;
+  /** The session's parent agent if it has one (never makes one). */
+  peekParent(session_id: string): ParentAgent | undefined;
   /** Drops a session's parent agent (its turn is stopped first). */
   forgetParent(session_id: string): void;
   methodNames(): string[];

@@ -35,6 +35,12 @@ export const RpcCode = {
   NoModel: 4014,
   /** The same idempotency key (same session and method) with different params. */
   IdempotencyConflict: 4015,
+  /** spawn_tree.load of a path outside the spawn-trees root (hermes' code). */
+  PathOutside: 4030,
+  /** spawn_tree.* on a server that keeps no state (--no-state). */
+  StateDisabled: 4031,
+  /** Reading or writing the state directory failed (hermes' code). */
+  StateFailed: 5000,
 } as const;
 export type RpcCode = (typeof RpcCode)[keyof typeof RpcCode];
 

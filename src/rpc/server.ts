@@ -21,6 +21,7 @@ import { serverMethods } from './methods/server.ts';
 import { sessionMethods } from './methods/session.ts';
 import { parentMethods } from './methods/parent.ts';
 import { subagentMethods } from './methods/subagent.ts';
+import { spawnTreeMethods } from './methods/spawn-tree.ts';
 import { ParentAgent } from '../agent/parent-agent.ts';
 import { EVENT_TYPES, PROTOCOL_VERSION } from '../contract/wire.ts';
 import { DEFAULT_REPLAY_LIMITS } from './replay-ring.ts';
@@ -29,6 +30,8 @@ import { idempotent, type IdempotentMethodDef } from './idempotent-method.ts';
 import { IdleWatch } from './idle-watch.ts';
 import { toRpcError } from './errors.ts';
 import { SessionStore, type Session } from './sessions.ts';
+import { SpawnTreeStore } from './spawn-trees.ts';
+import { wirePayload } from './wire-events.ts';
 import type { Transport } from './transports/transport.ts';
 
 export { PROTOCOL_VERSION };
@@ -55,6 +58,16 @@ export interface ServerOptions {
   /** Each session's replay ring: events kept (default 1,000) and bytes kept (default 1 MiB). */
   readonly replay_events?: number;
   readonly replay_bytes?: number;
+  /**
+   * hermes' authority model: whoever holds the server token owns every session, so a transport may
+   * resume or activate any session without its key and replay any session's events. Default false:
+   * the session key is the authority.
+   */
+  readonly single_user?: boolean;
+  /** Where spawn trees are kept (`spawn_tree.*`); absent: none are kept and those methods say so. */
+  readonly state_dir?: string;
+  /** The working directory hosts are told about (session info `cwd`). Default process.cwd(). */
+  readonly cwd?: string;
   readonly default_runner?: Runner;
   /** The model behind `agent: {kind: "openai"}` children and the sessions' parent agents. */
   readonly openai?: OpenAIRunnerConfig;
@@ -66,7 +79,7 @@ export interface ServerOptions {
 
 /** Every method the server answers, by name: the dispatch table. The control methods honour idempotency keys. */
 export const METHODS: ReadonlyMap<string, MethodDef> = new Map(
-  Object.entries({ ...serverMethods, ...sessionMethods, ...delegationMethods, ...subagentMethods, ...parentMethods }).map(([name, def]) => [
+  Object.entries({ ...serverMethods, ...sessionMethods, ...delegationMethods, ...subagentMethods, ...parentMethods, ...spawnTreeMethods }).map(([name, def]) => [
     name,
     IDEMPOTENT_METHODS.includes(name) ? idempotent(name, def) : def,
   ]),
@@ -133,6 +146,7 @@ export class RpcServer {
       tail_window_bytes: TAIL_WINDOW_BYTES,
     };
     this.sessions = new SessionStore({
+      single_user: options.single_user ?? false,
       clock: this.#clock,
       ids,
       park_ttl_ms: this.limits.park_ttl_ms,
@@ -163,6 +177,10 @@ export class RpcServer {
       limits: this.limits,
       info: { name: SERVER_NAME, version: VERSION },
       replay_epoch: this.replay_epoch,
+      single_user: options.single_user ?? false,
+      cwd: options.cwd ?? process.cwd(),
+      model: options.openai?.endpoint.model ?? '',
+      spawnTrees: options.state_dir === undefined ? undefined : new SpawnTreeStore(options.state_dir),
       logger: this.#logger,
       draining: false,
       parentOf: (session_id) => {
@@ -184,6 +202,7 @@ export class RpcServer {
         }
         return p;
       },
+      peekParent: (session_id) => this.#parents.get(session_id),
       forgetParent: (session_id) => {
         this.#parents.get(session_id)?.close();
         this.#parents.delete(session_id);
@@ -291,12 +310,20 @@ export class RpcServer {
     this.#connections.set(id, conn);
     this.#logger.info({ transport: id }, 'connection opened');
     void conn.whenClosed.then(() => this.#logger.info({ transport: id }, 'connection closed'));
+    // The first frame, before any reply: hermes' client refuses a connection that starts with
+    // anything else. It belongs to no session, so it has no session_id (not even null).
     conn.notify('event', {
       type: 'gateway.ready',
-      session_id: null,
       seq: 0,
       ts: this.#clock.now() / 1000,
-      payload: { protocol_version: PROTOCOL_VERSION, replay_epoch: this.replay_epoch, server: { name: SERVER_NAME, version: VERSION } },
+      payload: {
+        protocol_version: PROTOCOL_VERSION,
+        replay_epoch: this.replay_epoch,
+        server: { name: SERVER_NAME, version: VERSION },
+        skin: {},
+        change_events: false,
+        heartbeat: true,
+      },
     });
     conn.start();
     return conn;
@@ -318,7 +345,7 @@ export class RpcServer {
   /** Sends a runtime event of the session's current generation to its slot. */
   #route(session: Session, event: Record<string, unknown> & { type: string }): void {
     const { type, ts, src: _src, ...payload } = event;
-    this.#send(session, type, typeof ts === 'number' ? ts : this.#clock.now() / 1000, payload);
+    this.#send(session, type, typeof ts === 'number' ? ts : this.#clock.now() / 1000, wirePayload(type, payload));
   }
 
   /** One info line per child lifecycle step, with ids only (no goal, text or steer content). */

@@ -1,5 +1,7 @@
 // Sessions, transport slots, parking and generations: the authority model in one place.
-// - session.create attaches the caller; session.attach with the key adds another transport.
+// - session.create attaches the caller; session.attach with the key adds another transport, and so
+//   do session.resume / session.activate (with the key, or without it in single-user mode, where
+//   whoever holds the server token owns every session).
 // - A transport that closes leaves every slot; a session with an empty slot is parked, and closed
 //   once parked longer than the park limit.
 // - session.reset starts a new generation; children of older ones are out of reach for good.
@@ -17,6 +19,8 @@ export interface Session {
   /** Unix seconds. */
   readonly created_at: number;
   generation: number;
+  /** Closed, not parked, when its last transport leaves (hermes' `close_on_disconnect`). */
+  close_on_disconnect: boolean;
   /** Transport ids attached now. */
   readonly slot: Set<string>;
   /** Events sent so far; the next event gets seq + 1. */
@@ -32,6 +36,8 @@ interface SessionState extends Session {
 }
 
 export interface SessionStoreOptions {
+  /** The token owns every session: rebind and read need no key (see RpcServer's single_user). */
+  readonly single_user: boolean;
   readonly clock: Clock;
   readonly ids: IdMaker;
   readonly park_ttl_ms: number;
@@ -55,13 +61,14 @@ export class SessionStore {
     return this.#sessions.size;
   }
 
-  create(transport: string, title?: string): { session: Session; session_key: string } {
+  create(transport: string, title?: string, close_on_disconnect = false): { session: Session; session_key: string } {
     const session_id = this.#opts.ids.session();
     const session_key = randomBytes(24).toString('base64url');
     const state: SessionState = {
       session_id,
       title,
       created_at: this.#opts.clock.now() / 1000,
+      close_on_disconnect,
       generation: 1,
       slot: new Set([transport]),
       seq: 0,
@@ -83,11 +90,12 @@ export class SessionStore {
 
   /**
    * The session, if `transport` is attached to it or `session_key` is its key (for a host that
-   * reads before it re-attaches, e.g. replaying its gap); otherwise 4001. Attaches nothing.
+   * reads before it re-attaches, e.g. replaying its gap), or any live session in single-user mode;
+   * otherwise 4001. Attaches nothing.
    */
   authorizeRead(session_id: unknown, session_key: unknown, transport: string): Session {
     const s = typeof session_id === 'string' ? this.#sessions.get(session_id) : undefined;
-    if (s && !s.closed && s.slot.has(transport)) return s;
+    if (s && !s.closed && (s.slot.has(transport) || this.#opts.single_user)) return s;
     const given = digest(typeof session_key === 'string' ? session_key : '');
     const ok = timingSafeEqual(given, s?.keyDigest ?? digest(randomBytes(16).toString('hex')));
     if (!s || s.closed || !ok || typeof session_key !== 'string') throw notOwned();
@@ -111,6 +119,27 @@ export class SessionStore {
       s.parkTimer = undefined;
     }
     return s;
+  }
+
+  /**
+   * session.resume / session.activate: binds `transport` to a live or parked session. With its key
+   * (compared as for attach), or, in single-user mode, with none. Already attached: unchanged.
+   */
+  rebind(session_id: unknown, session_key: unknown, transport: string): Session {
+    const s = typeof session_id === 'string' ? this.#sessions.get(session_id) : undefined;
+    if (!this.#opts.single_user || session_key !== undefined) return this.attach(session_id, session_key, transport);
+    if (!s || s.closed) throw notOwned();
+    s.slot.add(transport);
+    if (s.parkTimer !== undefined) {
+      this.#opts.clock.clearTimeout(s.parkTimer);
+      s.parkTimer = undefined;
+    }
+    return s;
+  }
+
+  /** In single-user mode every live session; otherwise those `transport` is attached to. */
+  sessionsFor(transport: string): Session[] {
+    return this.#opts.single_user ? this.all() : this.sessionsOf(transport);
   }
 
   detach(session_id: unknown, transport: string): void {
@@ -156,6 +185,7 @@ export class SessionStore {
 
   #leave(s: SessionState, transport: string): void {
     s.slot.delete(transport);
+    if (s.slot.size === 0 && s.close_on_disconnect) return this.#close(s);
     if (s.slot.size === 0 && s.parkTimer === undefined && !s.closed) {
       s.parkTimer = this.#opts.clock.setTimeout(() => {
         s.parkTimer = undefined;

@@ -143,7 +143,7 @@ function checkEvents(client: RpcTestClient): void {
   const last = new Map<string, number>();
   for (const e of client.events) {
     wireEventSchema.parse(e);
-    if (e.session_id === null) continue;
+    if (e.session_id === undefined) continue;
     expect(e.seq).toBe((last.get(e.session_id) ?? 0) + 1);
     last.set(e.session_id, e.seq);
   }

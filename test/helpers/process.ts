@@ -267,7 +267,7 @@ export function nextReply(peer: Peer, ms = WAIT_MS): Promise<Received> {
 
 export interface WireEvent {
   type: string;
-  session_id: string | null;
+  session_id?: string;
   seq: number;
   ts: number;
   payload: Record<string, unknown>;

@@ -29,7 +29,7 @@ export interface RpcReply {
 /** The params of an `event` notification. */
 export interface WireEvent {
   readonly type: string;
-  readonly session_id: string | null;
+  readonly session_id?: string;
   readonly seq: number;
   readonly ts: number;
   readonly payload: Record<string, unknown>;

@@ -150,8 +150,8 @@ async function runOps(ops: readonly Op[], run: number): Promise<string[]> {
 
   /** Checks every event a connection receives, at the moment it arrives. */
   const inspect = (serial: number, text: string) => {
-    const msg = JSON.parse(text) as { method?: string; params?: { type: string; session_id: string | null; seq: number; payload: Record<string, unknown> } };
-    if (msg.method !== 'event' || !msg.params || msg.params.session_id === null) return;
+    const msg = JSON.parse(text) as { method?: string; params?: { type: string; session_id?: string; seq: number; payload: Record<string, unknown> } };
+    if (msg.method !== 'event' || !msg.params || msg.params.session_id === undefined) return;
     const e = msg.params;
     const where = `conn ${serial} got ${e.type} seq ${e.seq} of ${e.session_id}`;
     const session = sessionById(e.session_id);

@@ -777,7 +777,7 @@ describe('events', () => {
     expect(client.messages[0]).toEqual({ jsonrpc: '2.0', method: 'event', params: first });
     expect(first.type).toBe('gateway.ready');
     expect(first.seq).toBe(0);
-    expect(first.session_id).toBeNull();
+    expect(first).not.toHaveProperty('session_id');
     expect(wireEventSchema.parse(first)).toEqual(first);
     expect(gatewayReadyPayloadSchema.parse(first.payload)).toEqual({ protocol_version: 1, replay_epoch: expect.stringMatching(/^ep_/), server: { name: SERVER_NAME, version: VERSION } });
   });

@@ -113,7 +113,7 @@ class SoakClient {
 
   #event(e: Event): void {
     this.events += 1;
-    if (e.session_id !== null) {
+    if (e.session_id !== undefined) {
       if (e.seq !== this.lastSeq + 1) this.seqProblems += 1;
       this.lastSeq = e.seq;
     }

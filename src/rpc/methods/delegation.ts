@@ -1,8 +1,15 @@
 // delegation.* : spawn, result, status, pause.
-import { defineMethod, type MethodDef } from '../context.ts';
+import { defineMethod, type MethodDef, type ServerState } from '../context.ts';
+import type { Session } from '../sessions.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import { paramsSchemas } from '../../contract/wire.ts';
 import { requireId } from './checks.ts';
+
+/** The named session (4001 unless attached), or, when none is named, every session in reach. */
+function targets(session_id: unknown, server: ServerState, transport: string): Session[] {
+  if (session_id === undefined || session_id === null) return server.sessions.sessionsFor(transport);
+  return [server.sessions.authorize(session_id, transport)];
+}
 
 export const delegationMethods: Record<string, MethodDef> = {
   'delegation.spawn': defineMethod(paramsSchemas['delegation.spawn'], (p, { server, transport }) => {
@@ -31,20 +38,23 @@ export const delegationMethods: Record<string, MethodDef> = {
     return { delegation_id, done: d.done, results: d.results };
   }),
 
+  // With a session: that session. Without one (hermes calls both with `{}`): every session the
+  // transport is attached to, or every session of the server in single-user mode; `paused` is
+  // true only if there is one and all of them are.
   'delegation.status': defineMethod(paramsSchemas['delegation.status'], (p, { server, transport }) => {
-    const s = server.sessions.authorize(p.session_id, transport);
+    const sessions = targets(p.session_id, server, transport);
     return {
-      active: server.runtime.scoped.list(server.sessions.scopeOf(s)),
-      paused: server.runtime.isPaused(s.session_id),
+      active: sessions.flatMap((s) => server.runtime.scoped.list(server.sessions.scopeOf(s))),
+      paused: sessions.length > 0 && sessions.every((s) => server.runtime.isPaused(s.session_id)),
       max_spawn_depth: server.limits.max_spawn_depth,
       max_concurrent_children: server.limits.max_concurrent_children,
     };
   }),
 
   'delegation.pause': defineMethod(paramsSchemas['delegation.pause'], (p, { server, transport }) => {
-    const s = server.sessions.authorize(p.session_id, transport);
+    const sessions = targets(p.session_id, server, transport);
     const paused = p.paused ?? true;
-    server.runtime.setPaused(s.session_id, paused);
+    for (const s of sessions) server.runtime.setPaused(s.session_id, paused);
     return { paused };
   }),
 };

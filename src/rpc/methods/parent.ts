@@ -22,8 +22,10 @@ export const parentMethods: Record<string, MethodDef> = {
 
   'session.interrupt': defineMethod(paramsSchemas['session.interrupt'], (p, { server, transport }) => {
     const s = server.sessions.authorize(p.session_id, transport);
-    const turn = server.parentOf(s.session_id).interrupt();
-    const interrupted = server.runtime.interruptSession(s.session_id, s.generation);
-    return { session_id: s.session_id, turn_interrupted: turn, interrupted };
+    // Only a session that has a parent agent can have a turn to stop: none is made for this.
+    const turn = server.peekParent(s.session_id)?.interrupt() ?? false;
+    const stopped = server.runtime.interruptSession(s.session_id, s.generation);
+    const interrupted = turn || stopped.length > 0;
+    return { session_id: s.session_id, status: interrupted ? 'interrupted' : 'not_interrupted', interrupted, turn_interrupted: turn, stopped };
   }),
 };

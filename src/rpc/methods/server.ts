@@ -1,4 +1,6 @@
-// server.info : what this server is and what it speaks.
+// server.info : what this server is and what it speaks. ping / gateway.ping : liveness, answered
+// at once whatever the children are doing (a handler that waits on nothing). client.capabilities :
+// subrun sends no server-to-client requests.
 import { defineMethod, type MethodDef } from '../context.ts';
 import { paramsSchemas, PROTOCOL_VERSION } from '../../contract/wire.ts';
 
@@ -11,4 +13,9 @@ export const serverMethods: Record<string, MethodDef> = {
     events: server.eventTypes(),
     limits: { ...server.limits },
   })),
+  ping: defineMethod(paramsSchemas.ping, () => ({ pong: true })),
+  // hermes' heartbeat (every 15 s once gateway.ready says `heartbeat: true`); its own server
+  // answers `{ok: true}`, its contract `{pong: true}`: both.
+  'gateway.ping': defineMethod(paramsSchemas['gateway.ping'], () => ({ pong: true, ok: true })),
+  'client.capabilities': defineMethod(paramsSchemas['client.capabilities'], () => ({ server_requests: [] })),
 };

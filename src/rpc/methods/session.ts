@@ -1,14 +1,60 @@
-// session.* : create, attach, detach, reset, close. The authority model itself is sessions.ts.
-import { defineMethod, type MethodDef } from '../context.ts';
+// session.* : create, attach, resume, activate, detach, reset, close, events.since. The authority
+// model itself is sessions.ts.
+import { defineMethod, type MethodDef, type ServerState } from '../context.ts';
 import { paramsSchemas } from '../../contract/wire.ts';
 import { JsonText } from '../json-text.ts';
+import type { Session } from '../sessions.ts';
+
+/**
+ * What create, resume and activate tell a host about a session, with hermes' required fields:
+ * the id to resume by (the session id: subrun keeps no other), the parent conversation as rows,
+ * and the live info. Never the key.
+ */
+function sessionView(server: ServerState, s: Session) {
+  const parent = server.peekParent(s.session_id);
+  const messages = parent?.transcript() ?? [];
+  return {
+    session_id: s.session_id,
+    stored_session_id: s.session_id,
+    generation: s.generation,
+    message_count: messages.length,
+    messages,
+    info: {
+      pong: true,
+      model: server.model,
+      running: parent?.running ?? false,
+      title: s.title ?? '',
+      cwd: server.cwd,
+      stored_session_id: s.session_id,
+    },
+  };
+}
+
+/** session.resume and session.activate: the same re-bind (hermes names it both ways). */
+const rebind = (verb: string) =>
+  defineMethod(paramsSchemas['session.resume'], (p, { server, transport }) => {
+    let s;
+    try {
+      s = server.sessions.rebind(p.session_id, p.session_key, transport);
+    } catch (err) {
+      server.logger.warn({ transport }, `session ${verb} refused`);
+      throw err;
+    }
+    if (p.close_on_disconnect !== undefined) s.close_on_disconnect = p.close_on_disconnect;
+    server.logger.info({ session_id: s.session_id, transport }, `session ${verb}d`);
+    const live_subagents = server.runtime.scoped.list(server.sessions.scopeOf(s)).length;
+    return { ...sessionView(server, s), live_subagents, open_requests: [] };
+  });
 
 export const sessionMethods: Record<string, MethodDef> = {
   'session.create': defineMethod(paramsSchemas['session.create'], (p, { server, transport }) => {
-    const { session, session_key } = server.sessions.create(transport, p.title);
+    const { session, session_key } = server.sessions.create(transport, p.title ?? undefined, p.close_on_disconnect ?? false);
     server.logger.info({ session_id: session.session_id, transport }, 'session created');
-    return { session_id: session.session_id, session_key, generation: session.generation };
+    return { ...sessionView(server, session), session_key };
   }),
+
+  'session.resume': rebind('resume'),
+  'session.activate': rebind('activate'),
 
   'session.attach': defineMethod(paramsSchemas['session.attach'], (p, { server, transport }) => {
     let s;

@@ -1,8 +1,8 @@
-// WebSocket transport and listener: one JSON-RPC message or batch per text frame. Every upgrade
-// carries the server token (Authorization: Bearer, or ?token=), compared in constant time; an
-// Origin header, when present, must be allowed. Compression is off, frames over the limit close
-// the socket (1009), heartbeat pings drop silent peers, and a peer that stops reading is dropped
-// before its unsent replies can grow the server's memory without bound.
+// WebSocket transport and listener (at `/` and `/api/ws`): one JSON-RPC message or batch per text
+// frame. Every upgrade carries the server token (Authorization: Bearer, or ?token=), compared in
+// constant time; an Origin header, when present, must be allowed. Compression is off, frames over
+// the limit close the socket (1009), heartbeat pings drop silent peers, and a peer that stops
+// reading is dropped before its unsent replies can grow the server's memory without bound.
 //
 // Shutdown (close()): the port closes, sockets that never upgraded are dropped (no session lives
 // on them and nothing is owed to them), and every WebSocket gets its close frame behind what it
@@ -77,6 +77,9 @@ export function isLoopback(host: string): boolean {
 /** Logged (with `peers` and `grace_ms`) when a shutdown deadline cuts peers still reading. */
 export const CUT_MESSAGE = 'shutdown deadline passed: cutting peers that did not finish reading';
 
+/** Where the socket is served: `/`, and `/api/ws`, where hermes hosts dial it. */
+export const WS_PATHS: ReadonlySet<string> = new Set(['/', '/api/ws']);
+
 export function tokenOf(req: IncomingMessage): string | undefined {
   const auth = req.headers.authorization;
   if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim();
@@ -149,7 +152,7 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
     // not an exception thrown out of this listener, which would take the whole server down.
     const target = targetOf(req);
     if (!target) return refuse(socket, 400, 'Bad Request');
-    if (target.pathname !== '/') return refuse(socket, 404, 'Not Found');
+    if (!WS_PATHS.has(target.pathname)) return refuse(socket, 404, 'Not Found');
     const auth = check.of(req, true);
     if (auth === undefined) return refuse(socket, 401, 'Unauthorized');
     // A browser's cookie rides along on any page's request: an upgrade it authenticates must come
