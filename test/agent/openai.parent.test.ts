@@ -10,6 +10,7 @@ import { STEER_CLOSE, STEER_OPEN } from '../../src/agent/steer-marker.ts';
 import type { CompletionEntry } from '../../src/delegation/types.ts';
 import { RpcCode } from '../../src/rpc/errors.ts';
 import { wireEventSchema } from '../../src/contract/wire.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 import { RpcServer, type ServerOptions } from '../../src/rpc/server.ts';
 import { defineTool } from '../../src/agent/tools/tool.ts';
 import { answer, callTools, FakeModel, textChunk, toolCallChunk, finishChunk, usageChunk, type RecordedRequest, type ScriptedReply } from '../helpers/fake-model.ts';
@@ -121,7 +122,7 @@ async function env(options: ServerOptions = {}): Promise<Env> {
     router,
     async submit(text) {
       const r = await ok(client, 'prompt.submit', { session_id, text });
-      expect(r.status).toBe('started');
+      expect(r.status).toBe('streaming');
       return r.turn_id;
     },
     async completeOf(turn_id) {
@@ -169,9 +170,13 @@ describe('parent agent: prompt.submit', () => {
     );
     const turn = await e.submit('  say hi  ');
     const done = await e.completeOf(turn);
-    expect(done).toEqual({ turn_id: turn, status: 'completed', text: 'All good.', api_calls: 2, tokens: { input: 70, output: 10 } });
+    expect(done).toEqual({ turn_id: turn, status: 'complete', text: 'All good.', api_calls: 2, tokens: { input: 70, output: 10 }, usage: { input: 70, output: 10, total: 80, calls: 2 } });
+    // The turn began streaming with one message.start, before anything else of it.
+    const starts = e.client.events.filter((x) => x.type === 'message.start');
+    expect(starts.map((x) => x.payload)).toEqual([{}]);
+    expect(e.client.events.indexOf(starts[0] as WireEvent)).toBeLessThan(e.client.events.findIndex((x) => x.payload.turn_id === turn));
 
-    const stream = ofTurn(e.client, turn).map((x) => [x.type, x.payload.text ?? x.payload.tool_name]);
+    const stream = ofTurn(e.client, turn).map((x) => [x.type, x.payload.text ?? x.payload.name]);
     expect(stream).toEqual([
       ['message.delta', 'Checking. '],
       ['tool.start', 'echo'],
@@ -182,8 +187,9 @@ describe('parent agent: prompt.submit', () => {
     ]);
     const start = ofTurn(e.client, turn).find((x) => x.type === 'tool.start') as WireEvent;
     const complete = ofTurn(e.client, turn).find((x) => x.type === 'tool.complete') as WireEvent;
-    expect(start.payload).toEqual({ turn_id: turn, tool_name: 'echo', preview: '{"text":"hi"}' });
-    expect(complete.payload).toEqual({ turn_id: turn, tool_name: 'echo', ok: true, preview: 'echo: hi' });
+    // hermes' shapes: the model's tool-call id, the function name, the arguments as an object.
+    expect(start.payload).toEqual({ turn_id: turn, tool_id: 'p1', name: 'echo', args: { text: 'hi' }, preview: '{"text":"hi"}' });
+    expect(complete.payload).toEqual({ turn_id: turn, tool_id: 'p1', name: 'echo', args: { text: 'hi' }, ok: true, duration_s: expect.any(Number), preview: 'echo: hi' });
     for (const x of ofTurn(e.client, turn)) expect(x.session_id).toBe(e.session_id);
 
     // The parent's prompt: its own system prompt, the user's text (trimmed), its tools.
@@ -217,7 +223,7 @@ describe('parent agent: prompt.submit', () => {
     e.router.parent.push({ status: 401, body: JSON.stringify({ error: { message: 'bad key' } }) });
     const turn = await e.submit('hello');
     const done = await e.completeOf(turn);
-    expect(done.status).toBe('failed');
+    expect(done.status).toBe('error');
     expect(String(done.error)).toContain('401');
     expect(e.router.parentRequests).toHaveLength(1);
     e.checkEvents();
@@ -260,7 +266,7 @@ describe('parent agent: delegate_task', () => {
     e.router.child('count files', { ...answer('12 files'), gates: { 0: parentWaiting.promise } });
     const turn = await e.submit('how many files?');
     const done = await e.completeOf(turn);
-    expect(done).toMatchObject({ status: 'completed', text: 'There are 12 files.', api_calls: 3 });
+    expect(done).toMatchObject({ status: 'complete', text: 'There are 12 files.', api_calls: 3 });
 
     const id = e.idOf('count files');
     const [p1, p2, p3] = e.router.parentRequests;
@@ -282,7 +288,7 @@ describe('parent agent: delegate_task', () => {
     const spawned = await e.client.waitForEvent(isEvent('subagent.spawn_requested', id));
     expect(spawned.payload).toMatchObject({ parent_id: null, depth: 0, goal: 'count files', task_count: 1 });
     const complete = await e.client.waitForEvent(isEvent('subagent.complete', id));
-    expect(complete.payload.entry).toMatchObject({ status: 'completed', summary: '12 files', model: 'm', api_calls: 1 });
+    expect(wireEntry(complete.payload)).toMatchObject({ status: 'completed', summary: '12 files', model: 'm', api_calls: 1 });
     await e.client.waitForEvent(isEvent('delegation.complete'));
     e.checkEvents();
   });
@@ -322,7 +328,7 @@ describe('parent agent: delegate_task', () => {
 
     const turn = await e.submit('run alpha and beta');
     const done = await e.completeOf(turn);
-    expect(done.status).toBe('completed');
+    expect(done.status).toBe('complete');
     expect(done.text).toBe('alpha done, beta stopped');
 
     const alpha = e.idOf('alpha');
@@ -363,7 +369,7 @@ describe('parent agent: delegate_task', () => {
     const theirs = await ok(other, 'subagent.list', { session_id: otherSession.session_id });
     expect(theirs.subagents.find((s) => s.subagent_id === F2)?.status).toBe('running');
     await ok(e.client, 'subagent.interrupt', { session_id: e.session_id, subagent_id: F1 });
-    const f1Entry = (await e.client.waitForEvent(isEvent('subagent.complete', F1))).payload.entry as CompletionEntry;
+    const f1Entry = wireEntry((await e.client.waitForEvent(isEvent('subagent.complete', F1))).payload) as unknown as CompletionEntry;
     expect(f1Entry.status).toBe('interrupted');
     expect(f1Entry.missed_steer).toBeUndefined();
     // The other session never heard of this session's parent.
@@ -412,7 +418,7 @@ describe('parent agent: delegate_task', () => {
     expect(helperReq.body.tools?.map((t) => t.function.name)).toEqual(['echo']);
     const leadLast = e.router.childRequests.get('lead')?.at(-1);
     expect(completionMessages(leadLast).map((m) => m.content)).toEqual([`[subagent ${helper} finished: completed] goal: helper\nresult: 42`]);
-    const leadEntry = (await e.client.waitForEvent(isEvent('subagent.complete', lead))).payload.entry as CompletionEntry;
+    const leadEntry = wireEntry((await e.client.waitForEvent(isEvent('subagent.complete', lead))).payload) as unknown as CompletionEntry;
     expect(leadEntry.summary).toBe('helper said 42');
     e.checkEvents();
   });
@@ -466,14 +472,14 @@ describe('parent agent: session.steer and session.interrupt', () => {
     const st = await ok(e.client, 'session.steer', { session_id: e.session_id, text: 'stop that job' });
     expect(st.status).toBe('queued');
     const done = await e.completeOf(turn);
-    expect(done).toMatchObject({ status: 'completed', text: 'Stopped it, as asked.' });
+    expect(done).toMatchObject({ status: 'complete', text: 'Stopped it, as asked.' });
     expect(done).not.toHaveProperty('missed_steer');
     const third = e.router.parentRequests[2] as RecordedRequest;
     expect(third.body.messages.at(-1)).toEqual({ role: 'user', content: steerText('stop that job') });
     expect(completionMessages(third)).toEqual([]);
     const delivered = await e.client.waitForEvent(isEvent('session.steer.delivered'));
     expect(delivered.payload).toMatchObject({ turn_id: turn, text: 'stop that job' });
-    const entry = (await e.client.waitForEvent(isEvent('subagent.complete', e.idOf('endless')))).payload.entry as CompletionEntry;
+    const entry = wireEntry((await e.client.waitForEvent(isEvent('subagent.complete', e.idOf('endless')))).payload) as unknown as CompletionEntry;
     expect(entry.status).toBe('interrupted');
     e.checkEvents();
   });
@@ -493,7 +499,7 @@ describe('parent agent: session.steer and session.interrupt', () => {
     expect((await ok(e.client, 'session.steer', { session_id: e.session_id, text: 'and cite sources' })).status).toBe('queued');
     hold.resolve();
     const done = await e.completeOf(turn);
-    expect(done).toMatchObject({ status: 'completed', missed_steer: 'and cite sources' });
+    expect(done).toMatchObject({ status: 'complete', missed_steer: 'and cite sources' });
     expect(done.text).toBe('the answer\n\n[steer did not land — the subagent finished before it could be delivered: and cite sources]');
     expect(e.router.parentRequests).toHaveLength(1);
     expect(e.client.events.filter((x) => x.type === 'session.steer.delivered')).toEqual([]);
@@ -512,15 +518,15 @@ describe('parent agent: session.steer and session.interrupt', () => {
     const child = e.idOf('slow');
     await e.client.waitForEvent(isEvent('subagent.text', child));
     const r = await ok(e.client, 'session.interrupt', { session_id: e.session_id });
-    expect(r).toEqual({ session_id: e.session_id, turn_interrupted: true, interrupted: [child] });
+    expect(r).toEqual({ session_id: e.session_id, status: 'interrupted', interrupted: true, turn_interrupted: true, stopped: [child] });
     const done = await e.completeOf(turn);
     expect(done).toMatchObject({ turn_id: turn, status: 'interrupted', text: 'Still thinking' });
-    const entry = (await e.client.waitForEvent(isEvent('subagent.complete', child))).payload.entry as CompletionEntry;
+    const entry = wireEntry((await e.client.waitForEvent(isEvent('subagent.complete', child))).payload) as unknown as CompletionEntry;
     expect(entry).toMatchObject({ status: 'interrupted', summary: 'child working' });
     await e.router.parentRequests[1]?.aborted;
     await e.router.childRequests.get('slow')?.[0]?.aborted;
     // Nothing left to stop; and a new turn can start.
-    expect(await ok(e.client, 'session.interrupt', { session_id: e.session_id })).toEqual({ session_id: e.session_id, turn_interrupted: false, interrupted: [] });
+    expect(await ok(e.client, 'session.interrupt', { session_id: e.session_id })).toEqual({ session_id: e.session_id, status: 'not_interrupted', interrupted: false, turn_interrupted: false, stopped: [] });
     e.router.parent.push(answer('fresh start'));
     const t2 = await e.submit('again');
     expect((await e.completeOf(t2)).text).toBe('fresh start');
@@ -583,7 +589,7 @@ describe('parent agent: configuration', () => {
     e.router.child('host task', answer('done by other'));
     const r = await ok(e.client, 'delegation.spawn', { session_id: e.session_id, tasks: [{ goal: 'host task', agent: { kind: 'openai', model: 'other-model' } }] });
     const id = r.subagent_ids[0] as string;
-    const entry = (await e.client.waitForEvent(isEvent('subagent.complete', id))).payload.entry as CompletionEntry;
+    const entry = wireEntry((await e.client.waitForEvent(isEvent('subagent.complete', id))).payload) as unknown as CompletionEntry;
     expect(entry).toMatchObject({ status: 'completed', summary: 'done by other', model: 'other-model' });
     expect(e.router.childRequests.get('host task')?.[0]?.body.model).toBe('other-model');
     const snap = await ok(e.client, 'subagent.list', { session_id: e.session_id, include_finished: true });

@@ -10,6 +10,7 @@ import { RpcServer, type ServerOptions } from '../../src/rpc/server.ts';
 import { listenWs, type WsListener } from '../../src/rpc/transports/ws.ts';
 import { ManualClock } from '../helpers/manual-clock.ts';
 import { BusLog, connectMemory, connectWs, fails, isEvent, ok, privateKeyLeaks, type RpcTestClient, type WireEvent } from '../helpers/rpc-client.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 const TOKEN = 'authority-test-token';
 const FOREIGN = 'FOREIGN steer';
@@ -184,7 +185,7 @@ async function expectCleanEnd(owner: RpcTestClient, session_id: string, child: s
   const r = await ok(owner, 'subagent.interrupt', { session_id, subagent_id: child });
   expect(r).toEqual({ found: true, subagent_id: child, interrupted: [child] });
   const done = await owner.waitForEvent(isEvent('subagent.complete', child));
-  const entry = done.payload.entry as Record<string, unknown>;
+  const entry = wireEntry(done.payload) as unknown as Record<string, unknown>;
   expect(entry.status).toBe('interrupted');
   expect(entry).not.toHaveProperty('missed_steer');
   expect(String(entry.error)).not.toContain('FOREIGN');

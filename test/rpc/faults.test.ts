@@ -37,6 +37,7 @@ import {
   type WireEvent as ProcEvent,
 } from '../helpers/process.ts';
 import { connectMemory, connectWs, isEvent, ok, RpcTestClient, type WireEvent } from '../helpers/rpc-client.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 const GRACE = 5_000;
 
@@ -130,7 +131,7 @@ async function sessionOn(client: RpcTestClient) {
 }
 
 const completesOf = (client: RpcTestClient, id: string) => client.eventsWhere(isEvent('subagent.complete', id));
-const entryOf = (e: WireEvent) => e.payload.entry as Record<string, unknown>;
+const entryOf = (e: WireEvent) => wireEntry(e.payload) as unknown as Record<string, unknown>;
 const noStack = (client: RpcTestClient) => expect(JSON.stringify(client.messages)).not.toMatch(/\n\s+at |    at /);
 
 describe('runner faults over the wire', () => {
@@ -753,7 +754,7 @@ describe('SIGTERM with children running', () => {
     expect(elapsed).toBeLessThan(BOUND_MS);
     expect(closed.code).toBe(1001);
     expect([...completes.keys()].sort()).toEqual([...sessionA].sort());
-    for (const e of completes.values()) expect((e.payload.entry as { status: string }).status).toBe('interrupted');
+    for (const e of completes.values()) expect(wireEntry(e.payload).status).toBe('interrupted');
     // Post-order: each grandchild's completion before its parent's.
     for (const g of grandchildren) {
       const parent = completes.get(g)?.payload.parent_id as string;
@@ -840,7 +841,7 @@ describe('SIGKILL of a client process', () => {
     for (const id of subagent_ids) {
       expect(await call(peer, 'subagent.interrupt', { session_id, subagent_id: id })).toMatchObject({ found: true });
       const done = await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, WAIT_MS, 'the completion');
-      expect((done.payload.entry as { status: string }).status).toBe('interrupted');
+      expect(wireEntry(done.payload).status).toBe('interrupted');
     }
     expect(server.proc.child.exitCode).toBeNull();
     await peer.close();

@@ -10,6 +10,7 @@ import { CATALOG, METHODS, RpcServer, type ServerOptions } from '../../src/rpc/s
 import { SERVER_NAME, VERSION } from '../../src/version.ts';
 import { ManualClock } from '../helpers/manual-clock.ts';
 import { BusLog, connectMemory, fails, isEvent, ok, privateKeyLeaks, type ResultOf, type RpcTestClient, type WireEvent } from '../helpers/rpc-client.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 type Step = Record<string, unknown>;
 const agent = (...steps: Step[]) => ({ kind: 'scripted', steps });
@@ -69,7 +70,7 @@ function queuedId(r: ResultOf<'subagent.steer'>): string {
 }
 
 type Entry = { status: string; summary: string; error?: string; missed_steer?: string; task_index: number; subagent_id: string };
-const entryOf = (e: WireEvent) => e.payload.entry as Entry;
+const entryOf = (e: WireEvent) => wireEntry(e.payload) as Entry;
 
 /** A round trip: every event sent to `c` before this reply has arrived. */
 const barrier = (c: RpcTestClient) => ok(c, 'server.info');
@@ -481,8 +482,12 @@ describe('subagent.* check order', () => {
       ['subagent.interrupt', { subagent_id: child }, E4001],
       ['subagent.list', {}, E4001],
       ['subagent.list', { session_id: 'ses_nope' }, E4001],
-      ['delegation.status', {}, E4001],
-      ['delegation.pause', {}, E4001],
+      // Without a session these two cover the caller's sessions (hermes' form); a named one must be its own.
+      ['delegation.status', { session_id: 'ses_nope' }, E4001],
+      ['delegation.pause', { session_id: 'ses_nope' }, E4001],
+      ['session.resume', {}, E4001],
+      ['session.resume', { session_id: sid }, E4001],
+      ['session.activate', { session_id: sid, session_key: 'wrong' }, E4001],
       ['session.detach', {}, E4001],
       ['session.reset', {}, E4001],
       ['session.close', {}, E4001],
@@ -769,7 +774,7 @@ describe('subagent.interrupt', () => {
 // ---- events ----
 
 describe('events', () => {
-  it('gateway.ready comes first on every connection: seq 0, session_id null', async () => {
+  it('gateway.ready comes first on every connection: seq 0, no session_id', async () => {
     const { connect } = env();
     const { client } = connect();
     expect(client.messages).toHaveLength(1);
@@ -779,7 +784,14 @@ describe('events', () => {
     expect(first.seq).toBe(0);
     expect(first).not.toHaveProperty('session_id');
     expect(wireEventSchema.parse(first)).toEqual(first);
-    expect(gatewayReadyPayloadSchema.parse(first.payload)).toEqual({ protocol_version: 1, replay_epoch: expect.stringMatching(/^ep_/), server: { name: SERVER_NAME, version: VERSION } });
+    expect(gatewayReadyPayloadSchema.parse(first.payload)).toEqual({
+      protocol_version: 1,
+      replay_epoch: expect.stringMatching(/^ep_/),
+      server: { name: SERVER_NAME, version: VERSION },
+      skin: {},
+      change_events: false,
+      heartbeat: true,
+    });
   });
 
   it("numbers each session's events 1, 2, 3…, sends them to every transport in its slot and to no other, valid and leak-free", async () => {

@@ -22,6 +22,7 @@ import {
   type WsServer,
 } from '../helpers/process.ts';
 import { connectMemory, ok } from '../helpers/rpc-client.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 const TOKEN = 'sec-token-0123456789abcdefghijklmnopqrstuvwxyz';
 
@@ -324,7 +325,7 @@ describe('steer text is not logged at info level', () => {
     await nextEvent(peer, (e) => e.type === 'subagent.steer.delivered' && e.payload.steer_id === delivered.steer_id);
     await call(peer, 'subagent.interrupt', { session_id, subagent_id: misser });
     const done = await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === misser);
-    expect((done.payload.entry as { missed_steer?: string }).missed_steer).toBe(`${MARK} missed`);
+    expect(wireEntry(done.payload).missed_steer).toBe(`${MARK} missed`);
     // session.steer with no model running: rejected, and its text not logged either.
     await call(peer, 'session.steer', { session_id, text: `${MARK} to the parent` });
     proc.child.stdin.end();

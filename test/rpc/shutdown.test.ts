@@ -25,6 +25,7 @@ import {
   type WireEvent,
   type WsPeer,
 } from '../helpers/process.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 afterEach(async () => {
   await killAll();
@@ -34,7 +35,7 @@ afterEach(async () => {
 const eventsOf = (all: readonly Received[]): WireEvent[] => all.filter(isEvent).map((m) => (m as Msg).params as WireEvent);
 const completesOf = (all: readonly Received[]) => eventsOf(all).filter((e) => e.type === 'subagent.complete');
 const idOf = (e: WireEvent) => e.payload.subagent_id as string;
-const entryOf = (e: WireEvent) => e.payload.entry as { status: string; missed_steer?: string; summary?: string };
+const entryOf = (e: WireEvent) => wireEntry(e.payload);
 
 /** A raw TCP connection to the server; resolves once connected. */
 function rawSocket(port: number): Promise<{ socket: Socket; closed: Promise<void> }> {

@@ -17,6 +17,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { killAll, scriptedTask, startWsServer, type WsServer } from '../helpers/process.ts';
 import { mib, rssKiB } from '../helpers/rss.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 const SESSIONS = 4;
 const PER_SESSION = 250;
@@ -121,7 +122,7 @@ class SoakClient {
       this.delivered.push({ steer_id: e.payload.steer_id as string, subagent_id: e.payload.subagent_id as string, text: e.payload.text as string });
     } else if (e.type === 'subagent.complete') {
       const id = e.payload.subagent_id as string;
-      this.completes.set(id, [...(this.completes.get(id) ?? []), e.payload.entry as Record<string, unknown>]);
+      this.completes.set(id, [...(this.completes.get(id) ?? []), wireEntry(e.payload) as unknown as Record<string, unknown>]);
       this.#onComplete?.();
     }
   }

@@ -17,6 +17,7 @@ import {
   type Proc,
   type Received,
 } from '../helpers/process.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 const MAX = 1024;
 
@@ -269,7 +270,7 @@ describe('stdio: shutdown', () => {
     proc.child.kill('SIGTERM');
     const complete = await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === child);
     expect(complete.session_id).toBe(session_id);
-    expect(complete.payload.entry).toMatchObject({ subagent_id: child, status: 'interrupted', summary: 'working on it' });
+    expect(wireEntry(complete.payload)).toMatchObject({ subagent_id: child, status: 'interrupted', summary: 'working on it' });
     const done = await nextEvent(peer, (e) => e.type === 'delegation.complete');
     expect(done.payload).toMatchObject({ delegation_id: spawn.delegation_id, results: [{ status: 'interrupted' }] });
     expect(await proc.waitExit()).toStrictEqual({ code: 0, signal: null });
@@ -283,7 +284,7 @@ describe('stdio: shutdown', () => {
     await nextEvent(peer, (e) => e.type === 'subagent.start');
     proc.child.kill('SIGINT');
     const complete = await nextEvent(peer, (e) => e.type === 'subagent.complete');
-    expect(complete.payload.entry).toMatchObject({ status: 'interrupted' });
+    expect(wireEntry(complete.payload)).toMatchObject({ status: 'interrupted' });
     expect(await proc.waitExit()).toStrictEqual({ code: 0, signal: null });
   });
 

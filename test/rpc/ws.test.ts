@@ -19,6 +19,7 @@ import {
   type WsPeer,
   type WsServer,
 } from '../helpers/process.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 const TOKEN = 'ws-test-token';
 const ALLOWED = 'http://allowed.example:3000';
@@ -268,7 +269,7 @@ describe('WebSocket transport', () => {
       expect(await call(b, 'subagent.list', { session_id })).toMatchObject({ subagents: [{ subagent_id: child, status: 'running' }] });
       expect(await call(b, 'subagent.steer', { session_id, subagent_id: child, text: 'go' })).toMatchObject({ status: 'queued' });
       const complete = await nextEvent(b, (e) => e.type === 'subagent.complete');
-      expect(complete.payload.entry).toMatchObject({ status: 'completed', summary: 'back' });
+      expect(wireEntry(complete.payload)).toMatchObject({ status: 'completed', summary: 'back' });
     });
 
     it('keeps the session when one socket drops: the other still gets events and may attach a new one', async () => {
@@ -284,7 +285,7 @@ describe('WebSocket transport', () => {
       const delivered = await nextEvent(b, (e) => e.type === 'subagent.steer.delivered');
       expect(delivered.payload).toMatchObject({ subagent_id: child, text: 'go on' });
       const complete = await nextEvent(b, (e) => e.type === 'subagent.complete');
-      expect(complete.payload.entry).toMatchObject({ status: 'completed', summary: 'steered' });
+      expect(wireEntry(complete.payload)).toMatchObject({ status: 'completed', summary: 'steered' });
     });
   });
 });
