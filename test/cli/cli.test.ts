@@ -236,7 +236,8 @@ describe('the shell client against a live serve --ws', () => {
     const r = json(await cli(['subagent.interrupt', JSON.stringify({ subagent_id: child })]));
     expect(r).toStrictEqual({ found: true, subagent_id: child, interrupted: [child] });
     const complete = await watched('subagent.complete');
-    expect(complete.payload).toMatchObject({ subagent_id: child, entry: { status: 'interrupted', summary: 'after steer' } });
+    expect(complete.payload).toMatchObject({ subagent_id: child, status: 'interrupted', summary: 'after steer' });
+    expect(complete.payload).not.toHaveProperty('entry');
     const again = json(await cli(['subagent.interrupt', JSON.stringify({ subagent_id: child })]));
     expect(again).toStrictEqual({ found: false, subagent_id: child, interrupted: [] });
   });

@@ -167,7 +167,7 @@ describe('subrun serve: a model configuration at start', () => {
     const { session_id } = await call<{ session_id: string }>(peer, 'session.create', {});
     const started = await call<{ turn_id: string }>(peer, 'prompt.submit', { session_id, text: 'hi' });
     const done = await nextEvent(peer, (e) => e.type === 'message.complete', undefined, 'message.complete');
-    expect(done.payload).toMatchObject({ turn_id: started.turn_id, status: 'completed', text: 'hello from the model' });
+    expect(done.payload).toMatchObject({ turn_id: started.turn_id, status: 'complete', text: 'hello from the model' });
     expect(model.requests[0]?.body.model).toBe('served-model');
     expect(model.requests[0]?.headers.authorization).toBe('Bearer sk-served');
     expect(model.requests[0]?.body.tools?.map((t) => t.function.name)).toEqual(['read_file', 'list_dir', 'search_text', 'delegate_task']);
