@@ -80,9 +80,10 @@ export function hermesWsUrl(port: number, token: string, extra: Record<string, s
   return `ws://127.0.0.1:${port}/api/ws?${qs.toString()}`;
 }
 
-export function wsWire(url: string): Promise<HermesWire> {
+/** `origin`: what a browser or an Electron renderer sends (`null` from a file:// page). */
+export function wsWire(url: string, origin?: string): Promise<HermesWire> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, origin === undefined ? {} : { headers: { Origin: origin } });
     const inbound = buffered();
     const wire: HermesWire = {
       send: (text) => ws.send(text),

@@ -288,7 +288,7 @@ describe('hermes hosts: the ring, the paths and the state', () => {
     expect(problems).toEqual([]);
   });
 
-  it('serves /api/ws and / with the same token rules; any other path is 404', { timeout: 60_000 }, async () => {
+  it('serves /api/ws and / with the same token and origin rules (--allow-origin null for a file:// renderer); any other path is 404', { timeout: 60_000 }, async () => {
     const s = await startWsServer([], { token: TOKEN });
     const host = new HermesHost();
     await host.connect(await wsWire(hermesWsUrl(s.port, TOKEN, { profile: 'p', v: '2' })));
@@ -299,6 +299,15 @@ describe('hermes hosts: the ring, the paths and the state', () => {
     const plain = new HermesHost();
     await plain.connect(await wsWire(`ws://127.0.0.1:${s.port}/?token=${encodeURIComponent(TOKEN)}`));
     expect(await plain.request('ping')).toEqual({ pong: true });
+    // A file:// renderer (Origin: null) and a dashboard on another port: refused unless allowed.
+    await expect(wsWire(hermesWsUrl(s.port, TOKEN), 'null')).rejects.toThrow('HTTP 403');
+    await expect(wsWire(hermesWsUrl(s.port, TOKEN), 'http://localhost:5173')).rejects.toThrow('HTTP 403');
+    const open = await startWsServer(['--allow-origin', 'null,http://localhost:5173'], { token: TOKEN });
+    for (const origin of ['null', 'http://localhost:5173']) {
+      const desktop = new HermesHost();
+      await desktop.connect(await wsWire(hermesWsUrl(open.port, TOKEN), origin));
+      expect(await desktop.request('ping')).toEqual({ pong: true });
+    }
   });
 
   it('--no-state keeps no spawn trees and says so; --no-state with --state-dir is refused', { timeout: 60_000 }, async () => {
