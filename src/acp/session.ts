@@ -4,7 +4,7 @@
 // prompts in flight with whether a cancel reached them. Every control action goes to the server
 // as a JSON-RPC call, where authority, generations and limits apply as for any host.
 import { RequestError, type PromptResponse, type SessionUpdate, type StopReason } from '@agentclientprotocol/sdk/unstable';
-import type { CompletionEntry } from '../delegation/types.ts';
+import { entryFromWire } from '../rpc/wire-events.ts';
 import type { Logger } from '../log.ts';
 import type { RpcEvent, RpcLink } from './rpc-link.ts';
 import * as u from './updates.ts';
@@ -119,7 +119,7 @@ export class AcpSession {
         return this.#send(this.sessionId, u.thoughtChunk(String(p.text)));
       case 'tool.start': {
         this.#openTool = `${String(p.turn_id)}:tool:${++this.#tools}`;
-        return this.#send(this.sessionId, u.toolStart(this.#openTool, String(p.tool_name), String(p.preview)));
+        return this.#send(this.sessionId, u.toolStart(this.#openTool, String(p.name), String(p.preview)));
       }
       case 'tool.complete': {
         if (this.#openTool === undefined) return;
@@ -163,11 +163,11 @@ export class AcpSession {
       case 'subagent.text':
         return this.#send(id, u.messageChunk(String(p.text)));
       case 'subagent.tool':
-        return this.#send(id, u.childTool(id, Number(p.tool_count), String(p.tool_name), String(p.preview)));
+        return this.#send(id, u.childTool(id, Number(p.tool_count), String(p.tool_name), String(p.tool_preview)));
       case 'subagent.steer.delivered':
         return this.#send(id, u.userChunk(String(p.text)));
       case 'subagent.complete': {
-        const entry = p.entry as CompletionEntry;
+        const entry = entryFromWire(p);
         for (const closed of u.childToolsClosed(entry)) this.#send(id, closed);
         return this.#send(this.#parentOf(child.info), u.terminal(entry));
       }
@@ -182,11 +182,11 @@ export class AcpSession {
       case 'subagent.start':
         return this.#send(this.sessionId, u.childCallProgress(id, 'started', 'in_progress'));
       case 'subagent.tool':
-        return this.#send(this.sessionId, u.childCallProgress(id, `${String(p.tool_name)} ${String(p.preview)}`));
+        return this.#send(this.sessionId, u.childCallProgress(id, `${String(p.tool_name)} ${String(p.tool_preview)}`));
       case 'subagent.steer.delivered':
         return this.#send(this.sessionId, u.childCallProgress(id, `steer delivered: ${String(p.text)}`));
       case 'subagent.complete':
-        return this.#send(this.sessionId, u.childCallDone(p.entry as CompletionEntry));
+        return this.#send(this.sessionId, u.childCallDone(entryFromWire(p)));
       default:
         return;
     }

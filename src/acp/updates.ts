@@ -45,7 +45,7 @@ function kindOf(name: string): 'read' | 'search' | 'think' | 'other' {
 /** The prompt's stop reason for the turn's `message.complete`; a failed turn is an error instead. */
 export function turnStopReason(payload: Record<string, unknown>): StopReason | { error: string } {
   switch (payload.status) {
-    case 'completed':
+    case 'complete':
       return payload.exit_reason === 'max_iterations' ? 'max_turn_requests' : 'end_turn';
     case 'interrupted':
       return 'cancelled';

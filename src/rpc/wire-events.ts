@@ -24,6 +24,25 @@ export function wirePayload(type: string, payload: Payload): Payload {
   return payload;
 }
 
+/** The completion entry a wire `subagent.complete` carries, back in the entry's own shape. */
+export function entryFromWire(payload: Payload): CompletionEntry {
+  const p = payload as Payload & CompletionEntry & { input_tokens: number; output_tokens: number };
+  return {
+    task_index: p.task_index,
+    subagent_id: p.subagent_id,
+    status: p.status,
+    exit_reason: p.exit_reason,
+    summary: p.summary,
+    ...(p.error !== undefined ? { error: p.error } : {}),
+    api_calls: p.api_calls,
+    duration_seconds: p.duration_seconds,
+    model: p.model,
+    tokens: { input: p.input_tokens, output: p.output_tokens },
+    tool_trace: p.tool_trace,
+    ...(p.missed_steer !== undefined ? { missed_steer: p.missed_steer } : {}),
+  };
+}
+
 function flatCompletion(payload: Payload): Payload {
   const { entry, ...identity } = payload as Payload & { entry: CompletionEntry };
   const out: Payload = {
