@@ -1,6 +1,7 @@
 // What a method handler gets: the runtime, the authority model, the delegation ledger, the
 // server's limits, and the transport the request arrived on (the only source of authority).
 import type { z } from 'zod';
+import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { Runtime } from '../delegation/runtime.ts';
 import type { DelegationLedger } from './delegation-ledger.ts';
@@ -35,6 +36,7 @@ export interface ServerState {
   readonly info: { readonly name: string; readonly version: string };
   /** Names this server process in gateway.ready and replays (new on every start). */
   readonly replay_epoch: string;
+  readonly clock: Clock;
   /** hermes' authority model: the token owns every session (see ServerOptions.single_user). */
   readonly single_user: boolean;
   /** The working directory and model hosts are told about (session info). */

@@ -177,6 +177,7 @@ export class RpcServer {
       limits: this.limits,
       info: { name: SERVER_NAME, version: VERSION },
       replay_epoch: this.replay_epoch,
+      clock: this.#clock,
       single_user: options.single_user ?? false,
       cwd: options.cwd ?? process.cwd(),
       model: options.openai?.endpoint.model ?? '',

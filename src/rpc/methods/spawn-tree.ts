@@ -27,7 +27,7 @@ export const spawnTreeMethods: Record<string, MethodDef> = {
     return trees.save({
       session_id,
       started_at: p.started_at ?? null,
-      finished_at: p.finished_at ?? Date.now() / 1000,
+      finished_at: p.finished_at ?? server.clock.now() / 1000,
       label: p.label ?? '',
       subagents: p.subagents as Record<string, unknown>[],
     });
