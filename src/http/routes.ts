@@ -178,7 +178,8 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       methods: {
         POST: (call) => {
           const transport = server.transientId();
-          const { value } = server.invoke('session.create', call.body, transport);
+          // No HTTP request stays connected: close_on_disconnect would close the session at once.
+          const { value } = server.invoke('session.create', { ...call.body, close_on_disconnect: undefined }, transport);
           const created = value as { session_id: string };
           // Not attached to anything yet: parked until a stream attaches or the next request.
           server.sessions.detach(created.session_id, transport);
