@@ -111,6 +111,7 @@ export const wireCompletionSchema = z.strictObject({
   output_tokens: tokenCount,
   tool_trace: completionEntrySchema.shape.tool_trace,
   missed_steer: z.string().optional(),
+  missed_steer_detail: completionEntrySchema.shape.missed_steer_detail,
 });
 
 /** hermes' `TurnStatus`: how a parent turn ended. */

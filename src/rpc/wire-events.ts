@@ -6,6 +6,7 @@
 //   bus `subagent.complete` entry field   wire `subagent.complete` field
 //   entry.status, summary, exit_reason    status, summary, exit_reason
 //   entry.error?, missed_steer?           error?, missed_steer?
+//   entry.missed_steer_detail?            missed_steer_detail?
 //   entry.api_calls, duration_seconds     api_calls, duration_seconds
 //   entry.tokens.input / .output          input_tokens / output_tokens
 //   entry.tool_trace                      tool_trace
@@ -40,6 +41,7 @@ export function entryFromWire(payload: Payload): CompletionEntry {
     tokens: { input: p.input_tokens, output: p.output_tokens },
     tool_trace: p.tool_trace,
     ...(p.missed_steer !== undefined ? { missed_steer: p.missed_steer } : {}),
+    ...(p.missed_steer_detail !== undefined ? { missed_steer_detail: p.missed_steer_detail } : {}),
   };
 }
 
@@ -58,5 +60,6 @@ function flatCompletion(payload: Payload): Payload {
   };
   if (entry.error !== undefined) out.error = entry.error;
   if (entry.missed_steer !== undefined) out.missed_steer = entry.missed_steer;
+  if (entry.missed_steer_detail !== undefined) out.missed_steer_detail = entry.missed_steer_detail;
   return out;
 }

@@ -14,6 +14,7 @@ export interface WireEntry {
   tokens: { input: number; output: number };
   tool_trace: unknown[];
   missed_steer?: string;
+  missed_steer_detail?: unknown[];
 }
 
 export function wireEntry(payload: Record<string, unknown>): WireEntry {
@@ -34,5 +35,6 @@ export function wireEntry(payload: Record<string, unknown>): WireEntry {
   };
   if (payload.error !== undefined) entry.error = p.error;
   if (payload.missed_steer !== undefined) entry.missed_steer = p.missed_steer;
+  if (payload.missed_steer_detail !== undefined) entry.missed_steer_detail = p.missed_steer_detail;
   return entry;
 }
