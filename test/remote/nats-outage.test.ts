@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { completionEntrySchema } from '../../src/contract/wire.ts';
 import { freePort, startNats, startWorker } from '../helpers/nats.ts';
 import { call, connectWs, isEvent, killAll, nextEvent, request, runSubrun, scriptedTask, startWsServer, type Msg, type WireEvent } from '../helpers/process.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 afterEach(async () => {
   await killAll();
@@ -51,13 +52,13 @@ describe('NATS lost while running', () => {
       // A new spawn waits for a worker, then fails once the outage passes its bound.
       const late = await call<{ subagent_ids: string[] }>(peer, 'delegation.spawn', { session_id, tasks: [scriptedTask('new', [{ op: 'finish' }])] });
       const lateEntry = completionEntrySchema.parse(
-        (await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === late.subagent_ids[0], 20_000, 'the new spawn failing')).payload.entry,
+        wireEntry((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === late.subagent_ids[0], 20_000, 'the new spawn failing')).payload),
       );
       expect(lateEntry.status).toBe('error');
       expect(lateEntry.error).toContain('NATS unavailable');
 
       // The running child's worker is unreachable too: it is settled as lost, every steer accounted.
-      const entry = completionEntrySchema.parse((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 20_000, 'the lost entry')).payload.entry);
+      const entry = completionEntrySchema.parse(wireEntry((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 20_000, 'the lost entry')).payload));
       expect(entry).toMatchObject({ status: 'error', exit_reason: 'worker_lost' });
       const delivered = peer.inbox.all
         .filter(isEvent)

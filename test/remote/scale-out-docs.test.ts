@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { findNatsServer, freePort } from '../helpers/nats.ts';
 import { call, connectWs, killAll, nextEvent, ROOT, scriptedTask, spawnSubrun, WAIT_MS } from '../helpers/process.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 afterEach(async () => {
   await killAll();
@@ -52,7 +53,7 @@ it('the commands in docs/scale-out.md start a control plane and workers that run
     const { session_id } = await call<{ session_id: string }>(peer, 'session.create');
     const { subagent_ids } = await call<{ subagent_ids: string[] }>(peer, 'delegation.spawn', { session_id, tasks: [scriptedTask('from the docs', [{ op: 'finish', summary: 'ran on a worker' }])] });
     const done = await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === subagent_ids[0]);
-    expect(done.payload.entry).toMatchObject({ status: 'completed', summary: 'ran on a worker' });
+    expect(wireEntry(done.payload)).toMatchObject({ status: 'completed', summary: 'ran on a worker' });
   } finally {
     nats.kill('SIGKILL');
     rmSync(store, { recursive: true, force: true });

@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completionEntrySchema } from '../../src/contract/wire.ts';
 import { startNats, startWorker, type Nats } from '../helpers/nats.ts';
 import { call, connectWs, isEvent, killAll, nextEvent, request, scriptedTask, startWsServer, type Msg, type WireEvent, type WsPeer } from '../helpers/process.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 
 let nats: Nats;
 beforeAll(async () => {
@@ -39,7 +40,7 @@ const steer = (h: Host, subagent_id: string, text: string) => call<{ status: str
 const eventsOf = (h: Host): WireEvent[] => h.peer.inbox.all.filter(isEvent).map((m) => (m as Msg).params as WireEvent);
 const completeOf = async (h: Host, id: string) => {
   const e = await nextEvent(h.peer, (x) => x.type === 'subagent.complete' && x.payload.subagent_id === id, 20_000, `the entry of ${id}`);
-  return completionEntrySchema.parse(e.payload.entry);
+  return completionEntrySchema.parse(wireEntry(e.payload));
 };
 
 describe('children on workers', () => {
@@ -87,8 +88,8 @@ describe('children on workers', () => {
     const r = await call<{ found: boolean; interrupted: string[] }>(h.peer, 'subagent.interrupt', { session_id: h.session_id, subagent_id: parent });
     expect(r.found).toBe(true);
     const entries = [];
-    for (let i = 0; i < 3; i++) entries.push((await nextEvent(h.peer, (e) => e.type === 'subagent.complete')).payload as { subagent_id: string; parent_id: string | null; entry: { status: string } });
-    expect(entries.map((e) => e.entry.status)).toEqual(['interrupted', 'interrupted', 'interrupted']);
+    for (let i = 0; i < 3; i++) entries.push((await nextEvent(h.peer, (e) => e.type === 'subagent.complete')).payload as { subagent_id: string; parent_id: string | null; status: string });
+    expect(entries.map((e) => e.status)).toEqual(['interrupted', 'interrupted', 'interrupted']);
     // Post-order: both grandchildren (whose parent is the child) before the child itself.
     expect(entries.slice(0, 2).every((e) => e.parent_id === parent)).toBe(true);
     expect(entries[2]?.subagent_id).toBe(parent);
