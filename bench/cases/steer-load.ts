@@ -44,7 +44,8 @@ function watch(client: RpcClient, t: Tracker): void {
       const id = e.payload.steer_id as string;
       t.delivered.set(id, (t.delivered.get(id) ?? 0) + 1);
     } else if (e.type === 'subagent.complete') {
-      const entry = e.payload.entry as { subagent_id: string; missed_steer?: string };
+      // The wire's completion is flat (the entry's fields in the payload, hermes' names).
+      const entry = e.payload as { subagent_id: string; missed_steer?: string };
       t.completed.set(entry.subagent_id, (t.completed.get(entry.subagent_id) ?? 0) + 1);
       if (entry.missed_steer) for (const text of entry.missed_steer.split('\n')) t.missed.set(text, (t.missed.get(text) ?? 0) + 1);
     }
