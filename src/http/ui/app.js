@@ -207,6 +207,46 @@ function fmtSeconds(/** @type {number} */ s) {
   return s < 60 ? `${s.toFixed(1)} s` : `${Math.floor(s / 60)} m ${Math.round(s % 60)} s`;
 }
 
+/**
+ * Redraws `el`'s content only when `sig` changed: a row or button under the pointer stays the same
+ * element between renders (a click whose press and release land on different elements is lost).
+ * @param {HTMLElement} el
+ * @param {string} sig
+ * @param {() => Array<Node | string>} build
+ */
+function patch(el, sig, build) {
+  if (el.dataset.sig === sig) return;
+  el.dataset.sig = sig;
+  el.replaceChildren(...build());
+}
+
+/**
+ * Keyed children: an item whose signature did not change keeps its element.
+ * @template T
+ * @param {HTMLElement} container
+ * @param {readonly T[]} items
+ * @param {(item: T) => string} key
+ * @param {(item: T) => string} sig
+ * @param {(item: T) => HTMLElement} build
+ */
+function keyed(container, items, key, sig, build) {
+  /** @type {Map<string, HTMLElement>} */
+  const old = new Map();
+  for (const el of /** @type {HTMLElement[]} */ ([...container.children])) old.set(el.dataset.key ?? '', el);
+  const els = items.map((item) => {
+    const k = key(item);
+    const s = sig(item);
+    const el = old.get(k);
+    if (el && el.dataset.sig === s) return el;
+    const fresh = build(item);
+    fresh.dataset.key = k;
+    fresh.dataset.sig = s;
+    return fresh;
+  });
+  const same = els.length === container.children.length && els.every((el, i) => container.children[i] === el);
+  if (!same) container.replaceChildren(...els);
+}
+
 function render() {
   const now = Date.now() / 1000;
   const conn = $('conn');
@@ -219,32 +259,54 @@ function render() {
   badge.textContent = state.idle ? 'idle' : `${live} live`;
   $('note').textContent = ui.note;
 
-  $('sessions').replaceChildren(
-    ...ui.sessions.map((s) =>
+  keyed(
+    $('sessions'),
+    ui.sessions,
+    (s) => s.session_id,
+    (s) => `${s.title}|${s.session_id === ui.current}`,
+    (s) =>
       h(
         'li',
         { 'data-session-id': s.session_id, class: s.session_id === ui.current ? 'current' : '' },
         h('button', { class: 'link', onclick: () => openSession(s.session_id) }, s.title || s.session_id),
         h('button', { class: 'small', title: 'close this session', onclick: () => void closeSession(s.session_id) }, 'close'),
       ),
-    ),
   );
   $('single').hidden = !ui.singleUser;
 
   const rows = rosterTree(state);
   $('empty').hidden = rows.length > 0 || ui.current === null;
-  $('roster').replaceChildren(
-    ...rows.map((c) =>
-      h(
+  const cells = (/** @type {import('./state.js').Child} */ c) => [
+    String(c.depth),
+    c.goal,
+    c.status,
+    fmtSeconds(elapsedSeconds(c, now)),
+    String(c.tool_count),
+    c.last_tool || '–',
+    c.accepting_steer ? 'yes' : 'no',
+    String(queuedSteers(state, c.subagent_id)),
+    c.summary ?? '',
+    c.error ?? '',
+    c.missed_steer ?? '\u0000',
+    String(c.subagent_id === ui.selected),
+  ];
+  keyed(
+    $('roster'),
+    rows,
+    (c) => c.subagent_id,
+    (c) => JSON.stringify(cells(c)),
+    (c) => {
+      const [, , , elapsed, tools, lastTool, steerable, queued] = cells(c);
+      return h(
         'tr',
-        { 'data-subagent-id': c.subagent_id, 'data-status': c.status, class: c.subagent_id === ui.selected ? 'selected' : '', onclick: () => select(c.subagent_id) },
+        { 'data-subagent-id': c.subagent_id, 'data-status': c.status, tabindex: 0, class: c.subagent_id === ui.selected ? 'selected' : '' },
         h('td', { class: 'goal', style: `padding-left:${0.5 + c.depth * 1.4}rem` }, c.depth > 0 ? '└ ' : '', c.goal, h('div', { class: 'id' }, c.subagent_id)),
         h('td', {}, h('span', { class: `status ${c.status}` }, c.status)),
-        h('td', { class: 'num' }, fmtSeconds(elapsedSeconds(c, now))),
-        h('td', { class: 'num' }, String(c.tool_count)),
-        h('td', {}, c.last_tool || '–'),
-        h('td', {}, c.accepting_steer ? 'yes' : 'no'),
-        h('td', { class: 'num' }, String(queuedSteers(state, c.subagent_id))),
+        h('td', { class: 'num' }, elapsed),
+        h('td', { class: 'num' }, tools),
+        h('td', {}, lastTool),
+        h('td', {}, steerable),
+        h('td', { class: 'num' }, queued),
         h(
           'td',
           { class: 'outcome' },
@@ -252,11 +314,17 @@ function render() {
           c.error !== undefined ? h('div', { class: 'error' }, c.error) : null,
           c.missed_steer !== undefined ? h('div', { class: 'missed', 'data-missed': c.missed_steer }, `missed_steer: ${c.missed_steer}`) : null,
         ),
-      ),
-    ),
+      );
+    },
   );
   renderDetail();
-  $('log').replaceChildren(...state.log.slice(-60).map((l) => h('li', { 'data-seq': l.seq }, h('span', { class: 'seq' }, String(l.seq)), ` ${l.type}`, l.subagent_id ? ` ${l.subagent_id}` : '', l.text ? ` · ${l.text.slice(0, 80)}` : '')));
+  keyed(
+    $('log'),
+    state.log.slice(-60),
+    (l) => String(l.seq),
+    () => '',
+    (l) => h('li', { 'data-seq': l.seq }, h('span', { class: 'seq' }, String(l.seq)), ` ${l.type}`, l.subagent_id ? ` ${l.subagent_id}` : '', l.text ? ` · ${l.text.slice(0, 80)}` : ''),
+  );
 }
 
 function renderDetail() {
@@ -266,14 +334,14 @@ function renderDetail() {
   if (!c) return;
   $('detail-title').textContent = `${c.goal} · ${c.subagent_id} · ${c.status}`;
   const pre = $('tail');
-  const follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
   if (pre.textContent !== (tail?.text ?? '')) pre.textContent = tail?.text ?? '';
-  if (follow) pre.scrollTop = pre.scrollHeight;
+  if (atEnd) pre.scrollTop = pre.scrollHeight;
   $('tail-meta').textContent = tail?.loaded ? `offset ${tail.offset} · seq ${tail.seq}` : 'loading…';
   const ids = subtree(state, c.subagent_id);
-  const stop = $('stop');
-  stop.replaceChildren(
-    ui.confirming === c.subagent_id
+  const confirming = ui.confirming === c.subagent_id;
+  patch($('stop'), JSON.stringify([c.subagent_id, confirming, isFinal(c.status), ids.length]), () => [
+    confirming
       ? h(
           'span',
           { class: 'confirm' },
@@ -282,11 +350,10 @@ function renderDetail() {
           h('button', { onclick: () => ((ui.confirming = null), schedule()) }, 'Cancel'),
         )
       : h('button', { id: 'stop-ask', class: 'danger', disabled: isFinal(c.status), onclick: () => ((ui.confirming = c.subagent_id), schedule()) }, 'Interrupt (with subtree)'),
-  );
-  $('steers').replaceChildren(
-    ...state.steers
-      .filter((s) => s.subagent_id === c.subagent_id)
-      .map((s) => h('li', { 'data-fate': s.fate, 'data-text': s.text }, h('span', { class: `fate ${s.fate}` }, s.fate), ` ${s.text}`, s.reason ? h('span', { class: 'reason' }, ` (${s.reason})`) : null, s.mine ? null : h('span', { class: 'reason' }, ' (another host)'))),
+  ]);
+  const mine = state.steers.filter((s) => s.subagent_id === c.subagent_id);
+  patch($('steers'), JSON.stringify(mine), () =>
+    mine.map((s) => h('li', { 'data-fate': s.fate, 'data-text': s.text }, h('span', { class: `fate ${s.fate}` }, s.fate), ` ${s.text}`, s.reason ? h('span', { class: 'reason' }, ` (${s.reason})`) : null, s.mine ? null : h('span', { class: 'reason' }, ' (another host)'))),
   );
 }
 
@@ -309,6 +376,15 @@ function start() {
     const input = /** @type {HTMLInputElement} */ ($('title'));
     void createSession(input.value.trim());
     input.value = '';
+  });
+  // Selection on press, not click: the row is the same element however often the roster redraws.
+  const pick = (/** @type {Event} */ e) => {
+    const tr = /** @type {HTMLElement | null} */ (/** @type {HTMLElement} */ (e.target).closest('tr[data-subagent-id]'));
+    if (tr?.dataset.subagentId && tr.dataset.subagentId !== ui.selected) select(tr.dataset.subagentId);
+  };
+  $('roster').addEventListener('pointerdown', pick);
+  $('roster').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') pick(e);
   });
   $('steer').addEventListener('submit', (e) => {
     e.preventDefault();
