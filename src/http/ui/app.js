@@ -59,6 +59,9 @@ function dispatch(/** @type {import('./state.js').Input} */ input) {
 // ---- sessions ----
 
 async function refreshSingleUser() {
+  // Asked only where the server says it lists sessions: a refused request is a console error.
+  const caps = await call('GET', '/v1/capabilities').catch(() => null);
+  if (caps?.body?.features?.single_user !== true) return;
   const r = await call('GET', '/v1/sessions').catch(() => null);
   if (!r || r.status !== 200 || !Array.isArray(r.body?.sessions)) return;
   ui.singleUser = true;
@@ -247,6 +250,16 @@ function keyed(container, items, key, sig, build) {
   if (!same) container.replaceChildren(...els);
 }
 
+/**
+ * Indents a tree cell through the CSSOM: a style attribute would break the page's CSP.
+ * @param {HTMLElement} el
+ * @param {number} depth
+ */
+function indent(el, depth) {
+  el.style.paddingLeft = `${0.5 + depth * 1.4}rem`;
+  return el;
+}
+
 function render() {
   const now = Date.now() / 1000;
   const conn = $('conn');
@@ -300,7 +313,7 @@ function render() {
       return h(
         'tr',
         { 'data-subagent-id': c.subagent_id, 'data-status': c.status, tabindex: 0, class: c.subagent_id === ui.selected ? 'selected' : '' },
-        h('td', { class: 'goal', style: `padding-left:${0.5 + c.depth * 1.4}rem` }, c.depth > 0 ? '└ ' : '', c.goal, h('div', { class: 'id' }, c.subagent_id)),
+        indent(h('td', { class: 'goal' }, c.depth > 0 ? '└ ' : '', c.goal, h('div', { class: 'id' }, c.subagent_id)), c.depth),
         h('td', {}, h('span', { class: `status ${c.status}` }, c.status)),
         h('td', { class: 'num' }, elapsed),
         h('td', { class: 'num' }, tools),
@@ -338,6 +351,9 @@ function renderDetail() {
   if (pre.textContent !== (tail?.text ?? '')) pre.textContent = tail?.text ?? '';
   if (atEnd) pre.scrollTop = pre.scrollHeight;
   $('tail-meta').textContent = tail?.loaded ? `offset ${tail.offset} · seq ${tail.seq}` : 'loading…';
+  const steerable = c.accepting_steer && !isFinal(c.status);
+  /** @type {HTMLButtonElement} */ ($('steer-send')).disabled = !steerable;
+  $('steer-hint').textContent = steerable ? '' : 'this subagent no longer takes steers';
   const ids = subtree(state, c.subagent_id);
   const confirming = ui.confirming === c.subagent_id;
   patch($('stop'), JSON.stringify([c.subagent_id, confirming, isFinal(c.status), ids.length]), () => [
