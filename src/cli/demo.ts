@@ -5,7 +5,7 @@
 // No network, no keys; the scripted runner is deterministic, so the outcome is the same each run.
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiRunner, type OpenAIRunnerConfig } from '../agent/runner.ts';
-import type { CompletionEntry } from '../delegation/types.ts';
+import type { CompletionEntry, TaskSpec } from '../delegation/types.ts';
 import { createRuntime } from '../index.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import type { Snapshot } from '../child/snapshot.ts';
@@ -16,15 +16,23 @@ export interface DemoOptions {
   readonly out?: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
-export const DEMO_FLAGS = [{ flag: 'fast', kind: 'bool', help: 'shorter pauses; the same story' }, ...MODEL_FLAGS] as const satisfies readonly FlagSpec[];
+export const DEMO_FLAGS = [
+  { flag: 'fast', kind: 'bool', help: 'shorter pauses; the same story' },
+  { flag: 'ui', env: 'SUBRUN_DEMO_UI', kind: 'bool', help: 'play the scripted story on a server of its own and print the dashboard link to watch it' },
+  ...MODEL_FLAGS,
+] as const satisfies readonly FlagSpec[];
 
-const DEMO_USAGE = `usage: subrun demo [--fast] [--base-url URL --model M [--api-key K]]
+const DEMO_USAGE = `usage: subrun demo [--fast] [--ui] [--base-url URL --model M [--api-key K]]
 
 A parent delegates three children (one spawns a grandchild); the demo steers one that takes the
 steer, steers one that finishes before it can (missed_steer), interrupts a subtree and prints every
-completion entry. On the built-in scripted runner unless given a model.`;
+completion entry. On the built-in scripted runner unless given a model. With --ui, the same story
+runs on a server (127.0.0.1, any free port) with the dashboard's link printed; it serves until Ctrl-C.`;
 
-/** `subrun demo [--fast] [--base-url URL --model M ...]`: scripted by default, on a model if given one. */
+/**
+ * `subrun demo [--fast] [--ui] [--base-url URL --model M ...]`: scripted by default, on a model if
+ * given one; `--ui` plays the scripted story on a server with the dashboard to watch.
+ */
 export async function demoCommand(argv: readonly string[]): Promise<number> {
   if (wantsHelp(argv)) {
     process.stdout.write(helpText(DEMO_USAGE, DEMO_FLAGS));
@@ -33,6 +41,10 @@ export async function demoCommand(argv: readonly string[]): Promise<number> {
   const { values, positionals, sources } = parseFlags(argv, DEMO_FLAGS);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const config = modelConfig(values, sources);
+  if (values.ui === true) {
+    if (config) throw new UsageError('--ui runs the scripted story; it takes no model options');
+    return (await import('./demo-ui.ts')).runUiDemo({ fast: values.fast === true });
+  }
   return config ? runModelDemo(config) : runDemo({ fast: values.fast === true });
 }
 
@@ -89,15 +101,12 @@ export async function runModelDemo(config: OpenAIRunnerConfig, out: NodeJS.Writa
 
 const MISSED_BEFORE_DELIVERY = 'its steer missed: the child finished before its next delivery point, so the text is back in missed_steer';
 
-export async function runDemo(options: DemoOptions = {}): Promise<number> {
-  const out = options.out ?? process.stdout;
-  const ms = (n: number) => (options.fast ? Math.round(n / 4) : n);
-  const runtime = createRuntime({ max_concurrent_children: 3, max_spawn_depth: 2 });
-  const entries = new Map<string, CompletionEntry>();
-  const story = new Story(out, () => runtime.list({ include_finished: true }));
-  const say = (line: string) => story.say(line);
-
-  const handle = runtime.delegate([
+/**
+ * The story's three children (the third spawns a grandchild), as scripted tasks: the same for the
+ * terminal demo and the dashboard's (`--ui`). `ms` scales every pause.
+ */
+export function storyTasks(ms: (n: number) => number): TaskSpec[] {
+  return [
     {
       goal: 'research: read the spec and take guidance',
       agent: {
@@ -143,7 +152,24 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
         ],
       },
     },
-  ]);
+  ];
+}
+
+/** The story's steers, each sent when its child says the line (`text` events). */
+export const STORY_STEERS = {
+  research: { when: 'Waiting for guidance', text: 'Focus on section 5 (steering) and skip the appendix.' },
+  summarize: { when: 'Drafting the summary', text: 'Keep it under 100 words.' },
+} as const;
+
+export async function runDemo(options: DemoOptions = {}): Promise<number> {
+  const out = options.out ?? process.stdout;
+  const ms = (n: number) => (options.fast ? Math.round(n / 4) : n);
+  const runtime = createRuntime({ max_concurrent_children: 3, max_spawn_depth: 2 });
+  const entries = new Map<string, CompletionEntry>();
+  const story = new Story(out, () => runtime.list({ include_finished: true }));
+  const say = (line: string) => story.say(line);
+
+  const handle = runtime.delegate(storyTasks(ms));
   const [research, summarize, crawl] = handle.subagent_ids as [string, string, string];
   say(`delegated ${handle.subagent_ids.length} children (${handle.delegation_id})`);
 
@@ -151,13 +177,13 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const later = (delay: number, fn: () => void) => timers.push(setTimeout(fn, ms(delay)));
   const stop = runtime.events.subscribe('subagent.**', (e) => {
     const id = String(e.subagent_id);
-    if (e.type === 'subagent.text' && id === research && e.text === 'Waiting for guidance') {
-      later(300, () => steer(research, 'Focus on section 5 (steering) and skip the appendix.'));
+    if (e.type === 'subagent.text' && id === research && e.text === STORY_STEERS.research.when) {
+      later(300, () => steer(research, STORY_STEERS.research.text));
     }
-    if (e.type === 'subagent.text' && id === summarize && e.text === 'Drafting the summary') {
+    if (e.type === 'subagent.text' && id === summarize && e.text === STORY_STEERS.summarize.when) {
       // Its only delivery point (after the tool) is behind it and only a sleep and the finish
       // remain: this steer is accepted but cannot land, whatever the timing.
-      steer(summarize, 'Keep it under 100 words.');
+      steer(summarize, STORY_STEERS.summarize.text);
     }
     if (e.type === 'subagent.tool' && e.parent_id === crawl) {
       later(600, () => {

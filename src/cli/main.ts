@@ -9,6 +9,7 @@ const USAGE = `usage: subrun <command> [options]
 
 commands:
   demo                         the scripted demo: three children, a grandchild, steering, an interrupt
+                               (--ui: on a server, with the dashboard's link printed, to watch)
   serve --stdio | --ws         the server for hosts: JSON-RPC over stdio or WebSocket
   serve --acp                  the Agent Client Protocol adapter for IDEs (docs/acp.md)
   worker --nats URL            run children for a serve --nats control plane (docs/scale-out.md)

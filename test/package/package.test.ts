@@ -2,12 +2,12 @@
 // plain JavaScript under plain node (no loader), type-checked by TypeScript consumers with the
 // strictest settings users run (node16 and bundler resolution, exactOptionalPropertyTypes,
 // skipLibCheck off), and its `subrun` command run from node_modules/.bin.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers/process.ts';
+import { lineInbox, ROOT } from '../helpers/process.ts';
 
 const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; devDependencies: Record<string, string> };
 
@@ -109,12 +109,14 @@ describe('the npm package, installed into a fresh project', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('ships what runs and nothing else: compiled JavaScript, declarations, the bin, LICENSE, README', () => {
+  it('ships what runs and nothing else: compiled JavaScript, declarations, the bin, the dashboard, LICENSE, README', () => {
     expect(files).toContain('LICENSE');
     expect(files).toContain('dist/index.js');
     expect(files).toContain('dist/index.d.ts');
     expect(files).toContain('bin/subrun.js');
-    const stray = files.filter((f) => !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|LICENSE|README\.md|package\.json)$/.test(f));
+    // The dashboard is served from its sources as they are (no build step).
+    for (const f of ['index.html', 'app.js', 'api.js', 'state.js', 'style.css', 'favicon.svg']) expect(files).toContain(`src/http/ui/${f}`);
+    const stray = files.filter((f) => !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|LICENSE|README\.md|package\.json)$/.test(f));
     expect(stray).toEqual([]);
   });
 
@@ -142,6 +144,24 @@ describe('the npm package, installed into a fresh project', () => {
     const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.mistyped.json`], dir);
     expect(ran.code).not.toBe(0);
     expect(ran.stdout).toMatch(/mistyped\.ts\(2,31\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'/);
+  });
+
+  it("serves the dashboard from the installed package: the page, its modules and the stylesheet", async () => {
+    const bin = join(dir, 'node_modules', '.bin', 'subrun');
+    const child = spawn(bin, ['serve', '--ws', '--port', '0', '--token', 'package-test'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      const stderr = lineInbox(child.stderr, 'stderr of the installed serve');
+      const listening = await stderr.take((l) => l.startsWith('subrun listening on '));
+      const base = listening.slice('subrun listening on '.length).trim().replace(/^ws:/, 'http:').replace(/\/$/, '');
+      for (const [path, type] of [['/ui/', 'text/html'], ['/ui/app.js', 'text/javascript'], ['/ui/state.js', 'text/javascript'], ['/ui/style.css', 'text/css']] as const) {
+        const res = await fetch(`${base}${path}`);
+        expect(res.status, path).toBe(200);
+        expect(res.headers.get('content-type'), path).toContain(type);
+        expect((await res.text()).length, path).toBeGreaterThan(100);
+      }
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 
   it('installs a `subrun` command that runs without a TypeScript loader', async () => {
