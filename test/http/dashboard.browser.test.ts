@@ -6,7 +6,9 @@
 // after confirming, drop the stream and see it resume with nothing lost, the idle badge, and not
 // one console error. The screenshot in docs/ is taken here.
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -14,7 +16,12 @@ import { killAll, scriptedTask, startWsServer, type WsServer } from '../helpers/
 import { startHttpProxy, type HttpProxy } from '../helpers/http-proxy.ts';
 
 const CHROMIUM = [process.env.CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium'].find((p): p is string => typeof p === 'string' && existsSync(p));
-const SCREENSHOT = fileURLToPath(new URL('../../docs/dashboard.png', import.meta.url));
+/**
+ * The README's screenshot is rewritten only when asked (SUBRUN_UPDATE_SCREENSHOT=1): its ids change
+ * on every run, and a test run should not leave the tree modified. Otherwise it goes to a temp dir.
+ */
+const SCREENSHOT =
+  process.env.SUBRUN_UPDATE_SCREENSHOT === '1' ? fileURLToPath(new URL('../../docs/dashboard.png', import.meta.url)) : join(tmpdir(), `subrun-dashboard-${process.pid}.png`);
 /** Bound of one wait for the page to show something. */
 const UI_MS = 15_000;
 
@@ -185,8 +192,21 @@ describe('the dashboard in Chromium', () => {
     expect(await page.locator('tr[data-subagent-id]').count()).toBe(final.length);
 
     await row(b).click();
-    await mkdir(fileURLToPath(new URL('../../docs/', import.meta.url)), { recursive: true });
+    await mkdir(dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: false });
+    expect((await stat(SCREENSHOT)).size).toBeGreaterThan(10_000);
+    if (process.env.SUBRUN_UPDATE_SCREENSHOT !== '1') await rm(SCREENSHOT);
+    expect(consoleErrors).toEqual([]);
+
+    // A reload starts from a snapshot, which has no entries: the page fetches them, so finished
+    // children keep their summary and missed_steer.
+    await page.reload();
+    await page.waitForSelector('#conn[data-state="live"]', { timeout: UI_MS });
+    await expect.poll(() => row(b).locator('.missed').textContent(), { timeout: UI_MS }).toBe('missed_steer: keep it short');
+    await expect.poll(() => row(b1).locator('.summary').textContent(), { timeout: UI_MS }).toBe('notes on section 5');
+    await expect.poll(() => row(d).locator('.summary').textContent(), { timeout: UI_MS }).toBe('done while you were away');
+    expect(await page.locator('tr[data-subagent-id]').count()).toBe(final.length);
+    await page.waitForSelector('#idle[data-idle="true"]', { timeout: UI_MS });
     expect(consoleErrors).toEqual([]);
   }, 120_000);
 });

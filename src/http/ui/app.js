@@ -110,10 +110,21 @@ function openSession(/** @type {string | null} */ sid) {
       onState(s, detail) {
         if (s === 'live' && (ui.conn.state === 'reconnecting' || ui.conn.state === 'closed')) ui.conn.resumes++;
         ui.conn = { ...ui.conn, state: s, detail };
+        if (s === 'closed') void checkGone(sid);
         schedule();
       },
     });
   }
+  schedule();
+}
+
+/** The stream was refused: if the session itself is gone (closed, expired, a restarted server), stop following it. */
+async function checkGone(/** @type {string} */ sid) {
+  const r = await call('GET', sessionPath(sid), { key: keyOf(sid) }).catch(() => null);
+  if (r?.status !== 404 || ui.current !== sid) return;
+  stream?.close();
+  stream = null;
+  ui.conn = { ...ui.conn, state: 'closed', detail: 'the session is gone (closed, expired, or the server restarted)' };
   schedule();
 }
 
