@@ -18,7 +18,7 @@ export interface DemoOptions {
 
 export const DEMO_FLAGS = [
   { flag: 'fast', kind: 'bool', help: 'shorter pauses; the same story' },
-  { flag: 'ui', env: 'SUBRUN_DEMO_UI', kind: 'bool', help: 'play the scripted story on a server of its own and print the dashboard link to watch it' },
+  { flag: 'ui', env: 'SUBRUN_DEMO_UI', kind: 'bool', help: "the story on a server of its own; prints the dashboard's link" },
   ...MODEL_FLAGS,
 ] as const satisfies readonly FlagSpec[];
 

@@ -1,7 +1,7 @@
 // `subrun demo --ui` as a person runs it: a real process that prints the dashboard's link, serves
 // the page and the API behind it, plays the story as a host over HTTP and serves until Ctrl-C.
 import { afterAll, describe, expect, it } from 'vitest';
-import { killAll, spawnSubrun } from '../helpers/process.ts';
+import { killAll, runSubrun, spawnSubrun } from '../helpers/process.ts';
 
 afterAll(killAll);
 
@@ -42,4 +42,15 @@ describe('subrun demo --ui', () => {
     proc.child.kill('SIGINT');
     expect(await proc.waitExit()).toEqual({ code: 0, signal: null });
   }, 60_000);
+
+  it.each([
+    [['demo', '--ui', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'm'], {}],
+    [['demo', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'm'], { SUBRUN_DEMO_UI: '1' }],
+    [['demo'], { SUBRUN_DEMO_UI: 'maybe' }],
+  ] as const)('refuses %j %j with exit 2 and one line', async (args, env) => {
+    const r = await runSubrun(args, env);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/--ui|SUBRUN_DEMO_UI/);
+  });
 });
