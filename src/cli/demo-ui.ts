@@ -10,7 +10,7 @@ import { createLogger } from '../log.ts';
 import { RpcServer } from '../rpc/server.ts';
 import { listenWs } from '../rpc/transports/ws.ts';
 import type { CompletionEntry } from '../delegation/types.ts';
-import { STORY_STEERS, storyTasks } from './demo.ts';
+import { STORY_STEERS, storyTasks } from './demo-story.ts';
 
 export interface UiDemoOptions {
   readonly fast?: boolean;
