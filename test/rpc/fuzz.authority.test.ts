@@ -345,8 +345,9 @@ async function runOps(ops: readonly Op[], run: number): Promise<string[]> {
         count(seen ? 'tail' : 'tail (foreign, retired or unknown child)', seen);
         return expectResult(what, r, (x) =>
           seen
-            ? // A child still queued has written nothing yet; a started one begins with its start line.
-              x.available === true && (x.text === '' || (x.text as string).startsWith('[start]'))
+            ? // A child still queued has written nothing yet; a started one begins with its start line;
+              // one stopped while it was still queued holds only its final line.
+              x.available === true && (x.text === '' || (x.text as string).startsWith('[start]') || x.text === '[interrupted] interrupted before it started\n')
               ? undefined
               : 'expected the transcript'
             : JSON.stringify(x) === JSON.stringify({ subagent_id: target, available: false, text: '', truncated: false, offset: 0 })
