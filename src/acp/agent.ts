@@ -88,6 +88,18 @@ export class AcpAgent {
     this.#link.close();
   }
 
+  /** How much state the adapter holds now, summed over its sessions (it must stay bounded). */
+  held(): { sessions: number; children: number; turns: number } {
+    let children = 0;
+    let turns = 0;
+    for (const s of this.#sessions.values()) {
+      const h = s.held();
+      children += h.children;
+      turns += h.turns;
+    }
+    return { sessions: this.#sessions.size, children, turns };
+  }
+
   /** Resolves once every notification handed to the SDK so far was written. */
   written(): Promise<void> {
     return this.#lastWrite;

@@ -64,6 +64,11 @@ export class AcpSession {
     return this.#children.has(id);
   }
 
+  /** How much per-turn and per-child state the session holds now (it must stay bounded). */
+  held(): { children: number; turns: number; ends: number } {
+    return { children: this.#children.size, turns: this.#turns.size, ends: this.#ends.size };
+  }
+
   // ---- ordering: called from the wire tap, synchronously, in arrival order ----
 
   registerTurn(requestId: string | number): Turn {

@@ -31,6 +31,8 @@ export interface AcpStdio {
   settle(grace_ms: number): Promise<void>;
   /** The shutdown's last part, after the server's: the rest written, the connection closed. */
   finish(grace_ms: number): Promise<void>;
+  /** How much state the adapter holds now (AcpAgent#held). */
+  held(): ReturnType<AcpAgent['held']>;
 }
 
 /** Resolves with whether `p` settled within `ms`. */
@@ -52,6 +54,7 @@ export function acpStdio(opts: AcpStdioOptions): AcpStdio {
   };
   return {
     closed: conn.closed,
+    held: () => agent.held(),
     async settle(grace_ms) {
       agent.cancelAll();
       if (!(await within(flushed(), grace_ms))) opts.logger.warn({ grace_ms }, 'acp prompts still unanswered at the end of the shutdown grace');
