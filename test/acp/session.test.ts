@@ -80,10 +80,8 @@ describe.each([true, false])('AcpSession (subagents: %s)', (visible) => {
     const done = deferred();
     const terminals: string[] = [];
     const send = (_sid: string, u: SessionUpdate) => {
-      const state = u.sessionUpdate === 'subagent_update' ? u.state : undefined;
-      const ended = (state && state.state === 'idle') || (u.sessionUpdate === 'tool_call_update' && u.status === 'completed');
-      if (!ended) return;
-      terminals.push(u.sessionUpdate === 'subagent_update' ? u.sessionId : u.toolCallId);
+      if (u.sessionUpdate === 'subagent_update' && u.state?.state === 'idle') terminals.push(u.sessionId);
+      else if (u.sessionUpdate === 'tool_call_update' && u.status === 'completed') terminals.push(u.toolCallId);
       if (terminals.length === 50) done.resolve();
     };
     const session = new AcpSession(session_id, visible, link, send, silentLogger);

@@ -68,7 +68,7 @@ describe('the adapter state', () => {
     const ids = Array.from({ length: 50 }, (_, i) => 100 + i);
     for (const id of ids) send({ id, method: 'session/prompt', params: { sessionId: sid, prompt: [{ type: 'text' }] } });
     for (const id of ids) expect((await answer(id)).error).toMatchObject({ code: -32602 });
-    expect(acp.held()).toEqual({ sessions: 1, children: 0, turns: 0 });
+    expect(acp.held()).toEqual({ sessions: 1, children: 0, turns: 0, prompts: 0 });
   });
 
   it("an ACP session's state goes when its subrun session closes; the id is then unknown", async () => {
