@@ -42,6 +42,9 @@ export class AcpAgent {
   readonly #opts: AcpAgentOptions;
   readonly #link: RpcLink;
   readonly #sessions = new Map<string, AcpSession>();
+  /** The prompts the tap registered a turn for, by request id, until each is answered. */
+  readonly #prompts = new Map<string | number, AcpSession>();
+  readonly #unwatch: () => void;
   #visible = false;
   #conn: AgentConnection | undefined;
   /** The last notification handed to the SDK: the shutdown waits for it to be written. */
@@ -50,6 +53,8 @@ export class AcpAgent {
   constructor(opts: AcpAgentOptions) {
     this.#opts = opts;
     this.#link = new RpcLink(opts.server, (e) => this.#onEvent(e));
+    // Nothing of a session outlives it here: once its subrun session closed, its id is unknown.
+    this.#unwatch = opts.server.onSessionClose((id) => this.#forget(id));
   }
 
   /** Connects the SDK's agent app to the wire; resolves when the ACP connection has closed. */
@@ -65,13 +70,27 @@ export class AcpAgent {
     const sid = stringField(m, 'sessionId');
     if (sid === undefined) return;
     if (m.method === 'session/prompt' && 'id' in m && (typeof m.id === 'string' || typeof m.id === 'number')) {
-      this.#sessions.get(sid)?.registerTurn(m.id);
+      const session = this.#sessions.get(sid);
+      if (!session) return;
+      // Registered before the SDK checks the params (a cancel right behind must find it); a prompt
+      // the SDK then refuses loses its turn, and any cancel that marked it, with its answer.
+      session.registerTurn(m.id);
+      this.#prompts.set(m.id, session);
     } else if (m.method === 'session/cancel' && !('id' in m)) {
       const own = this.#sessions.get(sid);
       if (own) return own.cancel();
       for (const s of this.#sessions.values()) if (s.ownsChild(sid)) return s.cancelChild(sid);
       this.#opts.logger.info({ session_id: sid }, 'acp cancel for an unknown session ignored');
     }
+  }
+
+  /** A request was answered (result or error): the turn the tap registered for it, if any, goes. */
+  answered(id: string | number | null): void {
+    if (id === null) return;
+    const session = this.#prompts.get(id);
+    if (!session) return;
+    this.#prompts.delete(id);
+    session.dropTurn(id);
   }
 
   /**
@@ -84,8 +103,21 @@ export class AcpAgent {
 
   /** After the server shut down: nothing more will come; waiting prompts answer `cancelled`. */
   close(): void {
+    this.#unwatch();
     for (const s of this.#sessions.values()) s.close();
     this.#link.close();
+  }
+
+  /** How much state the adapter holds now, summed over its sessions (it must stay bounded). */
+  held(): { sessions: number; children: number; turns: number; prompts: number } {
+    let children = 0;
+    let turns = 0;
+    for (const s of this.#sessions.values()) {
+      const h = s.held();
+      children += h.children;
+      turns += h.turns;
+    }
+    return { sessions: this.#sessions.size, children, turns, prompts: this.#prompts.size };
   }
 
   /** Resolves once every notification handed to the SDK so far was written. */
@@ -99,6 +131,16 @@ export class AcpAgent {
     this.#lastWrite = conn.client.notify(acp.methods.client.session.update, { sessionId, update }).catch((err: unknown) => {
       this.#opts.logger.warn({ err }, 'acp update not sent');
     });
+  }
+
+  /** Its subrun session closed: a prompt still waiting answers `cancelled`, and the id is forgotten. */
+  #forget(session_id: string): void {
+    const session = this.#sessions.get(session_id);
+    if (!session) return;
+    session.close();
+    this.#sessions.delete(session_id);
+    for (const [id, s] of this.#prompts) if (s === session) this.#prompts.delete(id);
+    this.#opts.logger.info({ session_id }, 'acp session gone with its subrun session');
   }
 
   #onEvent(e: RpcEvent): void {

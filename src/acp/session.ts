@@ -1,7 +1,9 @@
 // One ACP session = one subrun session, which the adapter's link created and so alone is attached
-// to. It keeps what the translation needs and nothing the runtime decides: which children were
-// announced (and on which parent), which are terminal, the parent's open tool call, and the
-// prompts in flight with whether a cancel reached them. Every control action goes to the server
+// to. It keeps what the translation needs and nothing the runtime decides: the children announced
+// and not yet terminal (and the session their updates go on), the parent's open tool call, and the
+// prompts in flight with whether a cancel reached them. A child is let go once its terminal update
+// was sent, so a long session holds only its live children; a finished child's id is then unknown
+// here, as ACP has it for a session that is over (a cancel on it goes nowhere). Every control action goes to the server
 // as a JSON-RPC call, where authority, generations and limits apply as for any host.
 import { RequestError, type PromptResponse, type SessionUpdate, type StopReason } from '@agentclientprotocol/sdk/unstable';
 import { entryFromWire } from '../rpc/wire-events.ts';
@@ -14,7 +16,8 @@ export type Send = (sessionId: string, update: SessionUpdate) => void;
 
 interface Child {
   readonly info: u.ChildInfo;
-  terminal: boolean;
+  /** The session its lifecycle updates go on: its immediate parent's, fixed when it was announced. */
+  readonly on: string;
 }
 
 /** A `session/prompt` in flight, registered in wire order (before the SDK dispatches it). */
@@ -42,6 +45,7 @@ export class AcpSession {
   readonly #link: RpcLink;
   readonly #send: Send;
   readonly #logger: Logger;
+  /** Children announced and not yet terminal. */
   readonly #children = new Map<string, Child>();
   readonly #turns = new Map<string | number, Turn>();
   /** Each turn's end (from its message.complete), by turn id, made by whichever side comes first. */
@@ -60,8 +64,14 @@ export class AcpSession {
     this.#logger = logger;
   }
 
+  /** Whether `id` is a live child of this session (announced, its terminal update not yet sent). */
   ownsChild(id: string): boolean {
     return this.#children.has(id);
+  }
+
+  /** How much per-turn and per-child state the session holds now (it must stay bounded). */
+  held(): { children: number; turns: number; ends: number } {
+    return { children: this.#children.size, turns: this.#turns.size, ends: this.#ends.size };
   }
 
   // ---- ordering: called from the wire tap, synchronously, in arrival order ----
@@ -70,6 +80,11 @@ export class AcpSession {
     let turn = this.#turns.get(requestId);
     if (!turn) this.#turns.set(requestId, (turn = { cancelled: false }));
     return turn;
+  }
+
+  /** The prompt's request was answered (whatever the answer): its turn, cancelled or not, goes. */
+  dropTurn(requestId: string | number): void {
+    this.#turns.delete(requestId);
   }
 
   /** `session/cancel` on this session: every prompt that arrived before it, every child. */
@@ -138,17 +153,19 @@ export class AcpSession {
     const id = String(p.subagent_id);
     if (type === 'subagent.spawn_requested') {
       const info: u.ChildInfo = { subagent_id: id, parent_id: typeof p.parent_id === 'string' ? p.parent_id : null, goal: String(p.goal), depth: Number(p.depth) };
-      this.#children.set(id, { info, terminal: false });
+      const child: Child = { info, on: this.#parentOf(info) };
+      this.#children.set(id, child);
       // The announcement goes first: nothing of the child's reaches the client before it.
-      this.#send(this.#parentOf(info), this.#visible ? u.announce(info) : u.childCall(info));
+      this.#send(child.on, this.#visible ? u.announce(info) : u.childCall(info));
       return;
     }
     const child = this.#children.get(id);
-    if (!child || child.terminal) return;
+    if (!child) return;
     if (this.#visible) this.#childVisible(type, child, p);
     else this.#childAsCall(type, child, p);
     if (type === 'subagent.complete') {
-      child.terminal = true;
+      // Its terminal update is out: nothing more of it is sent, so nothing of it is kept.
+      this.#children.delete(id);
       this.#checkTerminal();
     }
   }
@@ -157,7 +174,7 @@ export class AcpSession {
     const id = child.info.subagent_id;
     switch (type) {
       case 'subagent.start':
-        return this.#send(this.#parentOf(child.info), u.running(id));
+        return this.#send(child.on, u.running(id));
       case 'subagent.thinking':
         return this.#send(id, u.thoughtChunk(String(p.text)));
       case 'subagent.text':
@@ -169,7 +186,7 @@ export class AcpSession {
       case 'subagent.complete': {
         const entry = entryFromWire(p);
         for (const closed of u.childToolsClosed(entry)) this.#send(id, closed);
-        return this.#send(this.#parentOf(child.info), u.terminal(entry));
+        return this.#send(child.on, u.terminal(entry));
       }
       default:
         return;
@@ -192,7 +209,7 @@ export class AcpSession {
     }
   }
 
-  /** The session an update about this child goes on: its immediate parent's (the RFD's rule). */
+  /** The session an update about a new child goes on: its immediate parent's (the RFD's rule). */
   #parentOf(info: u.ChildInfo): string {
     return this.#visible && info.parent_id !== null && this.#children.has(info.parent_id) ? info.parent_id : this.sessionId;
   }
@@ -218,12 +235,12 @@ export class AcpSession {
   }
 
   #allChildrenTerminal(): Promise<void> {
-    if (this.#closed || [...this.#children.values()].every((c) => c.terminal)) return Promise.resolve();
+    if (this.#closed || this.#children.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.#terminalWaiters.push(resolve));
   }
 
   #checkTerminal(): void {
-    if (this.#terminalWaiters.length === 0 || ![...this.#children.values()].every((c) => c.terminal)) return;
+    if (this.#terminalWaiters.length === 0 || this.#children.size > 0) return;
     for (const w of this.#terminalWaiters.splice(0)) w();
   }
 

@@ -8,7 +8,8 @@
 //   every later notification would fail, so the shutdown (every child's terminal update, every
 //   pending answer) runs first and only then does the SDK see the end.
 // - written-response tracking, so the shutdown can wait until every request it was sent has its
-//   answer on stdout.
+//   answer on stdout, and so whatever the tap registered for a request goes when it is answered,
+//   whatever the answer (a refusal of the SDK's own, before any handler ran, included).
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { AnyMessage, Stream } from '@agentclientprotocol/sdk/unstable';
@@ -18,6 +19,8 @@ export interface StdioWireOptions {
   readonly output: Writable;
   /** Every inbound message, parsed, in wire order, before the SDK sees it. Must not throw. */
   readonly tap: (message: AnyMessage) => void;
+  /** Every response the SDK sends (result or error), by its id, as it is handed to the output. */
+  readonly onAnswer?: (id: Id) => void;
   /** Runs once when the input ends (EOF), before the SDK is told; the SDK closes after it settles. */
   readonly onInputEnd: () => Promise<void>;
 }
@@ -30,7 +33,7 @@ export interface StdioWire {
   endInput(): void;
 }
 
-type Id = string | number | null;
+export type Id = string | number | null;
 
 /** The id the SDK will answer with, for a well-formed JSON-RPC 2.0 request; undefined otherwise. */
 function requestId(m: Record<string, unknown>): Id | undefined {
@@ -82,9 +85,11 @@ export function stdioWire(opts: StdioWireOptions): StdioWire {
   const sink = raw.writable.getWriter();
   const writable = new WritableStream<AnyMessage>({
     async write(message) {
-      await sink.write(message);
       const m = message as Record<string, unknown>;
-      if ('id' in m && !('method' in m)) {
+      const answer = 'id' in m && !('method' in m);
+      if (answer) opts.onAnswer?.(m.id as Id);
+      await sink.write(message);
+      if (answer) {
         unanswered.delete(m.id as Id);
         settle();
       }

@@ -31,6 +31,8 @@ export interface AcpStdio {
   settle(grace_ms: number): Promise<void>;
   /** The shutdown's last part, after the server's: the rest written, the connection closed. */
   finish(grace_ms: number): Promise<void>;
+  /** How much state the adapter holds now (AcpAgent#held). */
+  held(): ReturnType<AcpAgent['held']>;
 }
 
 /** Resolves with whether `p` settled within `ms`. */
@@ -44,7 +46,7 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 
 export function acpStdio(opts: AcpStdioOptions): AcpStdio {
   const agent = new AcpAgent({ server: opts.server, roots: opts.roots, modelFor: opts.modelFor, logger: opts.logger });
-  const wire: StdioWire = stdioWire({ input: opts.input, output: opts.output, tap: (m) => agent.tap(m), onInputEnd: opts.onInputEnd });
+  const wire: StdioWire = stdioWire({ input: opts.input, output: opts.output, tap: (m) => agent.tap(m), onAnswer: (id) => agent.answered(id), onInputEnd: opts.onInputEnd });
   const conn = agent.connect(wire);
   const flushed = async () => {
     await wire.answered();
@@ -52,6 +54,7 @@ export function acpStdio(opts: AcpStdioOptions): AcpStdio {
   };
   return {
     closed: conn.closed,
+    held: () => agent.held(),
     async settle(grace_ms) {
       agent.cancelAll();
       if (!(await within(flushed(), grace_ms))) opts.logger.warn({ grace_ms }, 'acp prompts still unanswered at the end of the shutdown grace');

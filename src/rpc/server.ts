@@ -110,6 +110,7 @@ export class RpcServer {
   readonly #sessionModels = new Map<string, OpenAIRunnerConfig>();
   readonly #sinks = new Map<string, { readonly sink: EventSink; readonly session_id: string }>();
   readonly #idle = new IdleWatch();
+  readonly #closeWatchers = new Set<(session_id: string) => void>();
   readonly #idempotency: IdempotencyStore;
   #nextTransient = 0;
   readonly #logger: Logger;
@@ -167,6 +168,7 @@ export class RpcServer {
           this.#sinks.delete(id);
           s.sink.close();
         }
+        for (const watch of [...this.#closeWatchers]) watch(session_id);
       },
     });
     this.#state = {
@@ -283,6 +285,15 @@ export class RpcServer {
   detachSink(id: string): void {
     if (!this.#sinks.delete(id)) return;
     this.sessions.transportClosed(id);
+  }
+
+  /**
+   * Runs `watch` with a session's id once it closed (session.close, park expiry, the shutdown),
+   * for what keeps state per session beside the server (the ACP adapter). Returns the unwatch.
+   */
+  onSessionClose(watch: (session_id: string) => void): () => void {
+    this.#closeWatchers.add(watch);
+    return () => void this.#closeWatchers.delete(watch);
   }
 
   get connectionCount(): number {

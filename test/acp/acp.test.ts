@@ -290,6 +290,51 @@ describe('ordering, errors and stop reasons', () => {
     expect((await s.until(responseTo('p2'), 'the raw prompt answer')).result).toEqual({ stopReason: 'cancelled' });
   });
 
+  it('a prompt refused as malformed leaves no turn behind: a later cancel does not reach a valid prompt that reuses its id', async () => {
+    const { s, sid } = await open(true);
+    const line = (o: unknown) => `${JSON.stringify(o)}\n`;
+    const prompt = (id: number, block: Record<string, unknown>) => line({ jsonrpc: '2.0', id, method: 'session/prompt', params: { sessionId: sid, prompt: [block] } });
+    const cancel = line({ jsonrpc: '2.0', method: 'session/cancel', params: { sessionId: sid } });
+    const answerTo = (id: number) => s.until((m) => responseTo(id)(m) && 'result' in m, `the answer to prompt ${id}`);
+    // The refusal is written before the cancel arrives.
+    s.raw(prompt(7, { type: 'text' }));
+    expect((await s.until(responseTo(7), 'the refusal of prompt 7')).error).toMatchObject({ code: -32602 });
+    s.raw(cancel);
+    s.raw(prompt(7, { type: 'text', text: 'hello' }));
+    expect((await answerTo(7)).result).toEqual({ stopReason: 'end_turn' });
+    // The cancel arrives before the refusal is written (one write): it dies with the refused prompt.
+    s.raw(prompt(8, { type: 'text' }) + cancel);
+    expect((await s.until(responseTo(8), 'the refusal of prompt 8')).error).toMatchObject({ code: -32602 });
+    s.raw(prompt(8, { type: 'text', text: 'hello again' }));
+    expect((await answerTo(8)).result).toEqual({ stopReason: 'end_turn' });
+    expect(expectNoStray(s)).toEqual([]);
+  });
+
+  it('a finished child is let go: a cancel on its id (or an unknown one) goes nowhere, a prompt on it is -32002; the session goes on', async () => {
+    router.parent.push(delegateBoth);
+    router.child(A, say('A done'));
+    router.child(B, hang);
+    const { s, sid } = await open(true);
+    const p = s.prompt(sid, 'split the work');
+    const a = await childId(s, A, true);
+    const b = await childId(s, B, true);
+    await s.until(isTerminal(a), 'A terminal');
+    const promptOn = (sessionId: string) =>
+      s.conn.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hi' }] }).then(() => 'answered', (e: acp.RequestError) => e.code);
+    // A live child still cannot be prompted; a finished one is an unknown session.
+    expect(await promptOn(b)).toBe(-32602);
+    await s.conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: a });
+    await s.conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: 'sa_no_such_child' });
+    expect(await promptOn(a)).toBe(-32002);
+    // The cancels touched neither the live child nor the turn: B is stopped by its own cancel.
+    expect(s.wire.some(isTerminal(b))).toBe(false);
+    await s.conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: b });
+    await s.until(isTerminal(b), 'B terminal');
+    expect(await p).toEqual({ stopReason: 'end_turn' });
+    expect(s.wire.filter((m) => m.id === null)).toEqual([]);
+    expect(expectNoStray(s)).toEqual([]);
+  });
+
   it('SIGTERM takes the same shutdown path: every child terminal, the prompt answered cancelled, exit 0', async () => {
     router.parent.push(delegateBoth);
     router.child(A, hang);

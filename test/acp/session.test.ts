@@ -73,4 +73,27 @@ describe.each([true, false])('AcpSession (subagents: %s)', (visible) => {
     expect(log).toEqual([`terminal ${session_id}`, 'answer cancelled']);
     link.close();
   });
+
+  it('holds no child once its terminal update was sent: 50 finished children leave nothing behind', async () => {
+    const link = new RpcLink(server, (e: RpcEvent) => session.onEvent(e));
+    const { session_id } = await link.call<{ session_id: string }>('session.create', {});
+    const done = deferred();
+    const terminals: string[] = [];
+    const send = (_sid: string, u: SessionUpdate) => {
+      if (u.sessionUpdate === 'subagent_update' && u.state?.state === 'idle') terminals.push(u.sessionId);
+      else if (u.sessionUpdate === 'tool_call_update' && u.status === 'completed') terminals.push(u.toolCallId);
+      if (terminals.length === 50) done.resolve();
+    };
+    const session = new AcpSession(session_id, visible, link, send, silentLogger);
+    const quick: Runner = { model: 'quick', run: async () => ({ status: 'completed', summary: 'done' }) };
+    const owner = { owner: { session_id, transport: 'test', generation: 1 } };
+    for (let i = 0; i < 25; i++) server.runtime.delegate(Array.from({ length: 2 }, (_, j) => ({ goal: `task ${i}.${j}`, runner: quick })), owner);
+    await done.promise;
+    expect(new Set(terminals).size).toBe(50);
+    expect(session.held()).toEqual({ children: 0, turns: 0, ends: 0 });
+    // Delegated in batches of two (the default concurrency caps a batch at three).
+    // A finished child's id is no child of the session any more: a cancel on it goes nowhere.
+    expect(terminals.some((id) => session.ownsChild(id))).toBe(false);
+    link.close();
+  });
 });
