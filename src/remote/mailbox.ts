@@ -4,7 +4,8 @@
 // fetched and never delivered stays unacked and the control plane lists it as missed.
 import type { Consumer, ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Steer } from '../delegation/types.ts';
-import { consumerName, decode, STEER_STREAM } from './protocol.ts';
+import { consumerName, STEER_STREAM } from './protocol.ts';
+import { steerSchema, tryParse } from './messages.ts';
 
 export class Mailbox {
   readonly #queued: Array<{ steer: Steer; msg: JsMsg }> = [];
@@ -25,8 +26,8 @@ export class Mailbox {
     }
     void (async () => {
       for await (const msg of messages) {
-        const steer = decode<Steer>(msg.data);
-        if (!steer || typeof steer.steer_id !== 'string' || typeof steer.text !== 'string') {
+        const steer = tryParse(steerSchema, msg.data);
+        if (!steer) {
           msg.term();
           continue;
         }

@@ -5,7 +5,8 @@
 import type { Logger } from '../log.ts';
 import type { Runner } from '../delegation/types.ts';
 import type { RunnerKinds } from '../delegation/runners/kinds.ts';
-import { decode, encode, subjects, type Drop, type Heartbeat } from './protocol.ts';
+import { encode, subjects, type Drop, type Heartbeat } from './protocol.ts';
+import { guarded, heartbeatSchema, parse } from './messages.ts';
 import { openNats, type NatsLink } from './nats.ts';
 import { RemoteChild } from './remote-child.ts';
 import { RemoteRunner } from './remote-runner.ts';
@@ -49,7 +50,7 @@ export class Placement implements PlacementPort {
       downSince: () => link.downSince,
       onLost: (worker) => this.#lost(worker),
     });
-    link.nc.subscribe(subjects.heartbeats, { callback: (_e, m) => this.#heartbeat(decode<Heartbeat>(m.data)) });
+    link.nc.subscribe(subjects.heartbeats, { callback: guarded(this.logger, (m) => this.#heartbeat(parse(heartbeatSchema, m.data, this.logger, m.subject), m.subject)) });
   }
 
   /** Connects (one line and exit 2 at start when NATS or JetStream is missing: NatsStartError). */
@@ -114,8 +115,10 @@ export class Placement implements PlacementPort {
     await this.link.close();
   }
 
-  #heartbeat(hb: Heartbeat | undefined): void {
-    if (!hb || typeof hb.worker !== 'string' || !Number.isInteger(hb.capacity) || hb.capacity < 1 || !Array.isArray(hb.children)) return;
+  #heartbeat(hb: Heartbeat | undefined, subject: string): void {
+    if (!hb) return;
+    // A heartbeat speaks for the worker its subject names, and no other.
+    if (subject !== subjects.heartbeat(hb.worker)) return;
     // A worker holding children that are not (or no longer) assigned to it at that epoch was
     // declared lost and came back: it drops them.
     const stale = hb.children.filter(({ child, epoch }) => {

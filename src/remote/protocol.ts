@@ -1,6 +1,7 @@
 // The wire between the control plane and its workers over NATS: subject names, the steer stream,
-// and the messages each side sends. Everything is JSON; every message about a child carries the
-// epoch of its assignment, so a worker that was declared lost and comes back is fenced.
+// and the messages each side sends. Everything is JSON, checked on receipt by messages.ts; every
+// message about a child carries the epoch of its assignment, so a worker that was declared lost
+// and comes back is fenced.
 import type { RunOutcome, Steer } from '../delegation/types.ts';
 
 /** The JetStream stream holding every child's steer mailbox (one subject per child). */
@@ -82,7 +83,7 @@ export interface SpawnRequest {
   /** Ids the worker made (its delegate() answers them synchronously); the control plane uses them. */
   readonly delegation_id: string;
   readonly subagent_ids: readonly string[];
-  readonly tasks: ReadonlyArray<{ readonly goal: string; readonly context?: string; readonly agent: Record<string, unknown> }>;
+  readonly tasks: ReadonlyArray<{ readonly goal: string; readonly context?: string; readonly agent?: Record<string, unknown> }>;
   readonly timeout_ms?: number;
 }
 
@@ -94,18 +95,6 @@ export interface ControlRequest {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
 export function encode(value: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(value));
-}
-
-/** Parses a message body; undefined for anything that is not a JSON object. */
-export function decode<T>(data: Uint8Array): T | undefined {
-  try {
-    const v: unknown = JSON.parse(decoder.decode(data));
-    return typeof v === 'object' && v !== null ? (v as T) : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -6,7 +6,8 @@ import type { Subscription } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { isSubrunError } from '../errors.ts';
 import { RunnerLostError, type DelegationHandle, type RunOutcome, type RunnerContext, type Steer, type TaskSpec, type ToolCall } from '../delegation/types.ts';
-import { consumerName, decode, encode, STEER_STREAM, subjects, type Assign, type AssignReply, type SpawnReply, type SpawnRequest, type WorkerEvent } from './protocol.ts';
+import { consumerName, encode, STEER_STREAM, subjects, type Assign, type AssignReply, type SpawnReply, type SpawnRequest, type WorkerEvent } from './protocol.ts';
+import { assignReplySchema, eventSenderSchema, guarded, parse, spawnRequestSchema, steerSchema, tryParse, workerEventSchema } from './messages.ts';
 import type { PlacementPort, RemoteChildHandle } from './port.ts';
 import { NatsUnavailableError, type WorkerState } from './worker-table.ts';
 import { describe } from './nats.ts';
@@ -77,13 +78,14 @@ export class RemoteChild implements RemoteChildHandle {
         ack_wait: 3_600_000_000_000,
         max_deliver: -1,
       });
-      this.#subs.push(nc.subscribe(subjects.events(this.id), { callback: (_e, m) => this.#onEvent(decode<WorkerEvent>(m.data)) }));
+      const log = this.#p.logger;
+      this.#subs.push(nc.subscribe(subjects.events(this.id), { callback: guarded(log, (m) => this.#onEvent(m.data, m.subject)) }));
       this.#subs.push(
         nc.subscribe(subjects.spawn(this.id), {
-          callback: (_e, m) => {
-            const reply = this.#onSpawn(decode<SpawnRequest>(m.data));
+          callback: guarded(log, (m) => {
+            const reply = this.#onSpawn(parse(spawnRequestSchema, m.data, log, m.subject));
             m.respond(encode(reply));
-          },
+          }),
         }),
       );
       for (;;) {
@@ -123,7 +125,7 @@ export class RemoteChild implements RemoteChildHandle {
     };
     let reply: AssignReply | undefined;
     try {
-      reply = decode<AssignReply>((await this.#p.link.nc.request(subjects.assign(w.id), encode(msg), { timeout: REQUEST_MS })).data);
+      reply = tryParse(assignReplySchema, (await this.#p.link.nc.request(subjects.assign(w.id), encode(msg), { timeout: REQUEST_MS })).data);
     } catch (err) {
       this.#p.workers.release(w.id);
       this.worker = undefined;
@@ -181,8 +183,14 @@ export class RemoteChild implements RemoteChildHandle {
     }
   }
 
-  #onEvent(ev: WorkerEvent | undefined): void {
-    if (!ev || typeof ev.type !== 'string') return;
+  #onEvent(data: Uint8Array, subject: string): void {
+    const ev = parse(workerEventSchema, data, this.#p.logger, subject);
+    if (!ev) {
+      // Malformed, but from a sender we can name at a stale epoch: fence it all the same.
+      const from = tryParse(eventSenderSchema, data);
+      if (from && (from.epoch !== this.epoch || from.worker !== this.worker)) this.#p.fence(from.worker, this.id, from.epoch);
+      return;
+    }
     if (ev.epoch !== this.epoch || ev.worker !== this.worker || this.#settled) {
       // A fenced worker (declared lost, or a superseded epoch): it must drop the child.
       this.#p.fence(ev.worker, this.id, ev.epoch);
@@ -293,7 +301,7 @@ export class RemoteChild implements RemoteChildHandle {
     for (let seq = 1; ; ) {
       const m = await jsm.direct.getMessage(STEER_STREAM, { next_by_subj: subjects.steer(this.id), seq });
       if (!m) break;
-      const steer = decode<Steer>(m.data);
+      const steer = tryParse(steerSchema, m.data);
       if (steer) left.set(steer.steer_id, m.seq);
       seq = m.seq + 1;
     }

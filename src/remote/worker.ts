@@ -6,7 +6,8 @@ import type { Logger } from '../log.ts';
 import { randomIds } from '../ids.ts';
 import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../delegation/types.ts';
 import type { RunnerKinds } from '../delegation/runners/kinds.ts';
-import { decode, encode, subjects, type Assign, type AssignReply, type ControlRequest, type Drop, type Heartbeat, type SpawnReply, type SpawnRequest } from './protocol.ts';
+import { encode, subjects, type Assign, type AssignReply, type Drop, type Heartbeat, type SpawnRequest } from './protocol.ts';
+import { assignSchema, controlRequestSchema, dropSchema, guarded, inboundSchema, parse, spawnReplySchema, tryParse } from './messages.ts';
 import { describe, openNats, type NatsLink } from './nats.ts';
 import { Mailbox } from './mailbox.ts';
 import { WorkerContext } from './worker-context.ts';
@@ -64,13 +65,14 @@ export class Worker {
 
   #listen(): void {
     const { nc } = this.#link;
+    const log = this.#options.logger;
     nc.subscribe(subjects.assign(this.id), {
-      callback: (_e, m) => {
-        const reply = this.#assign(decode<Assign>(m.data));
+      callback: guarded(log, (m) => {
+        const reply = this.#assign(parse(assignSchema, m.data, log, m.subject));
         m.respond(encode(reply));
-      },
+      }),
     });
-    nc.subscribe(subjects.drop(this.id), { callback: (_e, m) => this.#drop(decode<Drop>(m.data)) });
+    nc.subscribe(subjects.drop(this.id), { callback: guarded(log, (m) => this.#drop(parse(dropSchema, m.data, log, m.subject))) });
     this.#heartbeat();
     this.#timer = setInterval(() => this.#heartbeat(), this.#options.heartbeat_ms ?? 1000);
     this.#options.logger.info({ worker: this.id, capacity: this.#capacity }, 'worker ready');
@@ -83,7 +85,7 @@ export class Worker {
   }
 
   #assign(a: Assign | undefined): AssignReply {
-    if (!a || typeof a.child !== 'string' || !Number.isInteger(a.epoch) || typeof a.goal !== 'string' || typeof a.agent !== 'object') return { ok: false, reason: 'invalid' };
+    if (!a) return { ok: false, reason: 'invalid' };
     if (this.#draining) return { ok: false, reason: 'draining' };
     const held = this.#held.get(a.child);
     if (held?.assign.epoch === a.epoch) return { ok: true };
@@ -133,21 +135,22 @@ export class Worker {
     };
     this.#held.set(a.child, held);
     // Subscribed before the assignment is answered: an interrupt right after it finds a responder.
+    const log = this.#options.logger;
     held.subs.push(
       nc.subscribe(subjects.control(a.child), {
-        callback: (_e, m) => {
-          const req = decode<ControlRequest>(m.data);
+        callback: guarded(log, (m) => {
+          const req = parse(controlRequestSchema, m.data, log, m.subject);
           if (req?.op === 'interrupt' && req.epoch === a.epoch) held.ctx.abort('interrupt');
           m.respond(encode({ ok: true }));
-        },
+        }),
       }),
       nc.subscribe(subjects.inbound(a.child), {
-        callback: (_e, m) => {
-          const msg = decode<{ type: string; delegation_id: string; entries: CompletionEntry[] }>(m.data);
-          if (msg?.type !== 'results') return;
-          results.get(msg.delegation_id)?.(msg.entries);
+        callback: guarded(log, (m) => {
+          const msg = parse(inboundSchema, m.data, log, m.subject);
+          if (!msg) return;
+          results.get(msg.delegation_id)?.(msg.entries as CompletionEntry[]);
           results.delete(msg.delegation_id);
-        },
+        }),
       }),
     );
     void (async () => {
@@ -199,7 +202,7 @@ export class Worker {
       this.#link.nc
         .request(subjects.spawn(held.assign.child), encode(req), { timeout: 5000 })
         .then((m) => {
-          const reply = decode<SpawnReply>(m.data);
+          const reply = tryParse(spawnReplySchema, m.data);
           if (!reply?.ok) {
             held.results.delete(delegation_id);
             held.waiting--;
@@ -215,7 +218,7 @@ export class Worker {
   }
 
   #drop(d: Drop | undefined): void {
-    if (!d || !Array.isArray(d.children)) return;
+    if (!d) return;
     for (const { child, epoch } of d.children) {
       const held = this.#held.get(child);
       if (!held || held.assign.epoch !== epoch) continue;
