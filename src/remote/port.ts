@@ -16,7 +16,8 @@ export interface RemoteChildHandle {
   publishSteer(steer: Steer): void;
   committed(steer_id: string): Promise<void> | undefined;
   disposeIfIdle(): void;
-  lost(): Promise<void>;
+  /** Settles the child as `error` after the steer accounting (default reason `worker_lost`). */
+  lost(exit_reason?: string, message?: string): Promise<void>;
 }
 
 export interface PlacementPort {

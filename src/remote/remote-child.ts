@@ -34,6 +34,8 @@ export class RemoteChild implements RemoteChildHandle {
   readonly #published = new Set<string>();
   #settle: { resolve(o: RunOutcome): void; reject(e: Error): void } | undefined;
   #settled = false;
+  /** Woken when the worker's finish arrives (an interrupt that found no responder waits for it). */
+  #onSettled: (() => void) | undefined;
   /** Slot released while this child waits for its own children (delegations in flight). */
   #waitingOn = 0;
   #placeError: Error | undefined;
@@ -129,7 +131,9 @@ export class RemoteChild implements RemoteChildHandle {
     } catch (err) {
       this.#p.workers.release(w.id);
       this.worker = undefined;
-      if (isNoResponders(err)) this.#p.workers.lose(w.id);
+      // Nobody on its assign subject (stopping, or gone): not chosen again until it heartbeats;
+      // whether it is lost is for its heartbeats to say.
+      if (isNoResponders(err)) this.#p.workers.markFull(w.id);
       // A slow worker may have taken it after all: that epoch is fenced before the next try.
       else this.#p.fence(w.id, this.id, this.epoch);
       return 'retry';
@@ -167,20 +171,34 @@ export class RemoteChild implements RemoteChildHandle {
   }
 
   async #interrupt(): Promise<void> {
-    // Asked until answered: a worker slow under load (a timeout) is asked again; one that is
-    // gone (no responders) is lost, and the loss settles this child and its siblings there.
+    // Asked until answered: a worker slow under load (a timeout) is asked again. No responders on
+    // this child's own subject says only that this child is no longer on that worker (it finished
+    // as the interrupt went out, or the worker dropped it): never that the worker is gone, which
+    // only its heartbeats say. Its finish, if it sent one, is already on the way.
     while (!this.#settled && this.worker !== undefined) {
-      const worker = this.worker;
+      const { worker, epoch } = this;
       try {
-        await this.#p.link.nc.request(subjects.control(this.id), encode({ op: 'interrupt', epoch: this.epoch }), { timeout: REQUEST_MS });
+        await this.#p.link.nc.request(subjects.control(this.id), encode({ op: 'interrupt', epoch }), { timeout: REQUEST_MS });
         return;
       } catch (err) {
         if (isNoResponders(err)) {
-          this.#p.workers.lose(worker);
+          await this.#gone(worker, epoch);
           return;
         }
       }
     }
+  }
+
+  /** The child is not on its worker at this epoch: wait a moment for its finish, else settle it alone. */
+  async #gone(worker: string, epoch: number): Promise<void> {
+    const finished = new Promise<void>((resolve) => (this.#onSettled = resolve));
+    await withDeadline(finished, REQUEST_MS).catch(() => undefined);
+    this.#onSettled = undefined;
+    if (this.#settled || this.worker !== worker || this.epoch !== epoch) return;
+    this.#p.logger.warn({ worker, subagent_id: this.id, epoch }, 'child no longer on its worker');
+    // Whatever it still holds there at this epoch must go.
+    this.#p.fence(worker, this.id, epoch);
+    await this.lost('child_lost', `child ${this.id} is no longer on worker ${worker}`);
   }
 
   #onEvent(data: Uint8Array, subject: string): void {
@@ -231,6 +249,7 @@ export class RemoteChild implements RemoteChildHandle {
       case 'finish':
         this.#settled = true;
         this.#settle?.resolve(ev.outcome);
+        this.#onSettled?.();
         break;
     }
   }
@@ -263,8 +282,8 @@ export class RemoteChild implements RemoteChildHandle {
     return { ok: true };
   }
 
-  /** The worker is gone: account for every steer, then settle as `error` / `worker_lost`. */
-  async lost(): Promise<void> {
+  /** The worker (or the child on it) is gone: account for every steer, then settle as `error`. */
+  async lost(exit_reason = 'worker_lost', message = `worker ${this.worker ?? '?'} lost`): Promise<void> {
     if (this.#settled) return;
     this.#settled = true;
     const maybe = new Set<string>();
@@ -279,7 +298,7 @@ export class RemoteChild implements RemoteChildHandle {
       for (const id of this.#published) maybe.add(id);
     }
     this.#confirm(delivered);
-    this.#settle?.reject(new RunnerLostError(`worker ${this.worker ?? '?'} lost`, 'worker_lost', maybe));
+    this.#settle?.reject(new RunnerLostError(message, exit_reason, maybe));
   }
 
   /**

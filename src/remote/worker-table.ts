@@ -114,7 +114,7 @@ export class WorkerTable {
     if (w) w.full = true;
   }
 
-  /** Forgets a worker now (no responders on a control request). */
+  /** Forgets a worker whose heartbeats stopped: the only way a worker is declared lost. */
   lose(worker: string): void {
     if (!this.#workers.delete(worker)) return;
     this.#options.logger.warn({ worker }, 'worker lost');
