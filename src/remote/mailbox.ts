@@ -2,9 +2,10 @@
 // the background into a local buffer (fetched, not acked) so the runner's delivery points, which
 // are synchronous, find what has arrived. A steer is acked only when it is delivered; anything
 // fetched and never delivered stays unacked and the control plane lists it as missed.
-import type { Consumer, ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { Consumer, ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { Steer } from '../delegation/types.ts';
 import { consumerName, STEER_STREAM } from './protocol.ts';
+import { mailboxConsumer } from './nats.ts';
 import { steerSchema, tryParse } from './messages.ts';
 
 export class Mailbox {
@@ -15,7 +16,9 @@ export class Mailbox {
   #closed = false;
 
   /** Starts consuming the child's mailbox; resolves once the consumer is bound. */
-  async open(js: JetStreamClient, child: string): Promise<void> {
+  async open(js: JetStreamClient, jsm: JetStreamManager, child: string): Promise<void> {
+    // Made again if the server reaped it while the child waited for a worker (same config: a no-op otherwise).
+    await jsm.consumers.add(STEER_STREAM, mailboxConsumer(child));
     const consumer: Consumer = await js.consumers.get(STEER_STREAM, consumerName(child));
     if (this.#closed) return;
     const messages = await consumer.consume({ max_messages: 64 });

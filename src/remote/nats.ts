@@ -3,8 +3,8 @@
 // JetStream is one line and exit 2, never a hang. Once up, the client reconnects for ever with a
 // short backoff; the connection's state is tracked for the outage bound.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { STEER_STREAM, subjects } from './protocol.ts';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { CONSUMER_INACTIVE_NS, consumerName, STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './protocol.ts';
 
 /** Why NATS could not be used at start: the CLI prints the message as its one line and exits 2. */
 export class NatsStartError extends Error {
@@ -74,6 +74,7 @@ export async function openNats(url: string, name: string): Promise<NatsLink> {
           waiters = waiters.filter((w) => w !== wake);
           resolve(false);
         }, left);
+        timer.unref();
         const wake = (up: boolean) => {
           clearTimeout(timer);
           resolve(up);
@@ -82,6 +83,7 @@ export async function openNats(url: string, name: string): Promise<NatsLink> {
       });
     },
     close: async () => {
+      for (const w of waiters.splice(0)) w(false);
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
     },
   };
@@ -97,12 +99,36 @@ async function ensureSteerStream(jsm: JetStreamManager): Promise<void> {
     // Direct get: the loss accounting reads what is left in a child's mailbox without a consumer
     // (a work-queue subject admits only one).
     allow_direct: true,
+    max_age: STEER_MAX_AGE_NS,
   };
+  let info;
   try {
-    await jsm.streams.info(STEER_STREAM);
+    info = await jsm.streams.info(STEER_STREAM);
   } catch {
     await jsm.streams.add(config);
+    return;
   }
+  // A stream made by an older release has no max age: it gets one.
+  if (info.config.max_age !== STEER_MAX_AGE_NS) await jsm.streams.update(STEER_STREAM, { max_age: STEER_MAX_AGE_NS });
+}
+
+/** The config of a child's mailbox consumer; the control plane and the worker make it alike. */
+export function mailboxConsumer(child: string): Partial<ConsumerConfig> {
+  return {
+    durable_name: consumerName(child),
+    filter_subject: subjects.steer(child),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    // A lost worker's consumer is deleted at once; this only bounds a stuck fetch.
+    ack_wait: 3_600_000_000_000,
+    max_deliver: -1,
+    inactive_threshold: CONSUMER_INACTIVE_NS,
+  };
+}
+
+export function isNotFound(err: unknown): boolean {
+  const code = (err as { api_error?: { err_code?: unknown } } | null)?.api_error?.err_code;
+  return code === 10014 || code === 10059;
 }
 
 export function describe(err: unknown): string {

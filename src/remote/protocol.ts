@@ -31,6 +31,15 @@ export const subjects = {
 /** The durable pull consumer of one child's mailbox. */
 export const consumerName = (child: string): string => `c_${child}`;
 
+/**
+ * A mailbox consumer no one has pulled from for this long is deleted by the server: the backstop
+ * for one whose cleanup never ran (NATS down then, the control plane gone). One hour, so a child
+ * waiting `queued` for a worker loses nothing: its worker makes the consumer again (same config).
+ */
+export const CONSUMER_INACTIVE_NS = 3_600_000_000_000;
+/** A mailbox message older than this is dropped by the server (orphans of a lost cleanup): 7 days. */
+export const STEER_MAX_AGE_NS = 7 * 24 * 3_600_000_000_000;
+
 export interface Heartbeat {
   readonly worker: string;
   readonly capacity: number;

@@ -3,17 +3,19 @@
 // child's real context (so the registry, transcript, events and replay stay here), its steer
 // publishes, interrupt by request, and the loss accounting when its worker is gone.
 import type { Subscription } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { isSubrunError } from '../errors.ts';
 import { RunnerLostError, type DelegationHandle, type RunOutcome, type RunnerContext, type Steer, type TaskSpec, type ToolCall } from '../delegation/types.ts';
 import { consumerName, encode, STEER_STREAM, subjects, type Assign, type AssignReply, type SpawnReply, type SpawnRequest, type WorkerEvent } from './protocol.ts';
 import { assignReplySchema, eventSenderSchema, guarded, parse, spawnRequestSchema, steerSchema, tryParse, workerEventSchema } from './messages.ts';
 import type { PlacementPort, RemoteChildHandle } from './port.ts';
 import { NatsUnavailableError, type WorkerState } from './worker-table.ts';
-import { describe } from './nats.ts';
+import { describe, isNotFound, mailboxConsumer } from './nats.ts';
 
 /** How long a control request (assign, interrupt) may take before it is given up. */
 const REQUEST_MS = 2000;
+/** Tries at removing a finished child's mailbox, each after NATS is up again (within the wait). */
+const DISPOSE_TRIES = 10;
+const DISPOSE_WAIT_MS = 24 * 3_600_000;
 /** How long the loss accounting may spend reading the mailbox before it assumes the worst. */
 const ACCOUNTING_MS = 1500;
 
@@ -71,15 +73,7 @@ export class RemoteChild implements RemoteChildHandle {
       const { jsm, nc } = this.#p.link;
       // During an outage a spawn waits (up to the bound) for NATS before it makes its mailbox.
       if (!(await this.#p.link.whenUp(this.#p.outage_ms))) throw new NatsUnavailableError();
-      await jsm.consumers.add(STEER_STREAM, {
-        durable_name: consumerName(this.id),
-        filter_subject: subjects.steer(this.id),
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        // A lost worker's consumer is deleted at once; this only bounds a stuck fetch.
-        ack_wait: 3_600_000_000_000,
-        max_deliver: -1,
-      });
+      await jsm.consumers.add(STEER_STREAM, mailboxConsumer(this.id));
       const log = this.#p.logger;
       this.#subs.push(nc.subscribe(subjects.events(this.id), { callback: guarded(log, (m) => this.#onEvent(m.data, m.subject)) }));
       this.#subs.push(
@@ -312,10 +306,14 @@ export class RemoteChild implements RemoteChildHandle {
     // is gone first), so it stays undelivered and is missed.
     const published = [...this.#published];
     const { jsm } = this.#p.link;
-    const info = await jsm.consumers.info(STEER_STREAM, consumerName(this.id));
+    // No consumer (the server reaped an idle one): nothing was fetched since it was made again.
+    const info = await jsm.consumers.info(STEER_STREAM, consumerName(this.id)).catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
     // Fence the mailbox: a worker that comes back can no longer fetch or ack.
     await jsm.consumers.delete(STEER_STREAM, consumerName(this.id)).catch(() => undefined);
-    const line = info.delivered.stream_seq;
+    const line = info?.delivered.stream_seq ?? 0;
     const left = new Map<string, number>();
     for (let seq = 1; ; ) {
       const m = await jsm.direct.getMessage(STEER_STREAM, { next_by_subj: subjects.steer(this.id), seq });
@@ -339,12 +337,32 @@ export class RemoteChild implements RemoteChildHandle {
     void this.#dispose();
   }
 
-  /** The consumer and the subject go once every publish has settled (none is left behind). */
+  /**
+   * The consumer and the subject go once every publish has settled (none is left behind). NATS
+   * down: tried again when it is back (the consumer's inactivity threshold and the stream's max
+   * age are the backstop if this process never sees it back).
+   */
   async #dispose(): Promise<void> {
     await Promise.allSettled([...this.#inflight.values()]);
-    const { jsm } = this.#p.link;
-    await jsm.consumers.delete(STEER_STREAM, consumerName(this.id)).catch(() => undefined);
-    await jsm.streams.purge(STEER_STREAM, { filter: subjects.steer(this.id) }).catch(() => undefined);
+    const { link, logger } = this.#p;
+    let waited = false;
+    for (let attempt = 1; attempt <= DISPOSE_TRIES; attempt++) {
+      waited ||= !link.connected;
+      if (!(await link.whenUp(DISPOSE_WAIT_MS))) break;
+      try {
+        await link.jsm.consumers.delete(STEER_STREAM, consumerName(this.id)).catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
+        await link.jsm.streams.purge(STEER_STREAM, { filter: subjects.steer(this.id) });
+        if (waited || attempt > 1) logger.info({ subagent_id: this.id, attempt }, 'removed the mailbox of a finished child');
+        return;
+      } catch (err) {
+        logger.warn({ subagent_id: this.id, attempt, err: describe(err) }, 'could not remove the mailbox of a finished child; will retry');
+        // Still seen as connected (the outage not noticed yet): a pause before the next try.
+        if (link.connected) await new Promise((r) => setTimeout(r, 1000).unref());
+      }
+    }
+    if (!link.nc.isClosed()) logger.warn({ subagent_id: this.id }, 'left the mailbox of a finished child to the server to reap');
   }
 
   /** Stopped before placement began (still queued): nothing else will clean up. */

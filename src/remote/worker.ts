@@ -113,7 +113,7 @@ export class Worker {
   }
 
   #start(a: Assign, runner: Runner): void {
-    const { nc, js } = this.#link;
+    const { nc, js, jsm } = this.#link;
     const mailbox = new Mailbox();
     const results = new Map<string, (entries: CompletionEntry[]) => void>();
     const base = { epoch: a.epoch, worker: this.id };
@@ -155,7 +155,7 @@ export class Worker {
     );
     void (async () => {
       try {
-        await mailbox.open(js, a.child);
+        await mailbox.open(js, jsm, a.child);
       } catch (err) {
         this.#options.logger.warn({ subagent_id: a.child, err: describe(err) }, 'mailbox not available');
       }
