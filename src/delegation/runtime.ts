@@ -214,9 +214,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       if (!record || !pending) return undefined;
       // Not in the mailbox: withdrawn if still queued here (no trace); if it was taken or sealed
       // meanwhile it is in the ledger already and ends delivered or missed, so it stays accepted.
+      // An outcome the runner cannot know (`withdraw: false`) is kept: the host hears the error,
+      // and the steer still ends delivered or missed.
       return pending.then(
         () => true,
-        () => !record.inbox.withdraw(steer_id),
+        (err: unknown) => ((err as { withdraw?: unknown } | null)?.withdraw === false ? false : !record.inbox.withdraw(steer_id)),
       );
     },
     interruptSubagent: (id) => registry.interruptSubagent(id),

@@ -241,7 +241,9 @@ export interface Runner {
   /**
    * Optional, with `onSteer`: the promise that an accepted steer reached the child's mailbox
    * (a remote runner publishes it and resolves on the publish ack). A host is told `queued` only
-   * once it resolves; undefined means nothing to wait for.
+   * once it resolves; undefined means nothing to wait for. A rejection withdraws the steer (no
+   * trace) unless the error says `withdraw: false`: its outcome is unknown (it may yet arrive),
+   * so it stays in the ledger and ends delivered or missed like any other.
    */
   committed?(subagent_id: string, steer_id: string): Promise<void> | undefined;
 }

@@ -34,6 +34,8 @@ export class RemoteChild implements RemoteChildHandle {
   readonly #inflight = new Map<string, Promise<void>>();
   /** Steers whose publish was acknowledged: in the mailbox (or already taken from it). */
   readonly #published = new Set<string>();
+  /** Steers whose publish was not acknowledged in time: perhaps in the mailbox, perhaps not. */
+  readonly #uncertain = new Set<string>();
   #settle: { resolve(o: RunOutcome): void; reject(e: Error): void } | undefined;
   #settled = false;
   /** Woken when the worker's finish arrives (an interrupt that found no responder waits for it). */
@@ -49,14 +51,26 @@ export class RemoteChild implements RemoteChildHandle {
     this.#agent = agent;
   }
 
-  /** Publishes an accepted steer with msgID = steer_id; the host hears `queued` after its ack. */
+  /**
+   * Publishes an accepted steer with msgID = steer_id; the host hears `queued` after its ack. No
+   * ack within the bound does not mean it is not stored (a stalled server stores it later and the
+   * worker may deliver it): unless the publish surely never left, the steer is kept (the host is
+   * told NATS is unavailable) and accounted like any other.
+   */
   publishSteer(steer: Steer): void {
-    const { js } = this.#p.link;
+    const { js, nc } = this.#p.link;
     const publish = js
       .publish(subjects.steer(this.id), encode(steer), { msgID: steer.steer_id, timeout: this.#p.publish_ms })
-      .then(() => {
-        this.#published.add(steer.steer_id);
-      })
+      .then(
+        () => {
+          this.#published.add(steer.steer_id);
+        },
+        (err: unknown) => {
+          const surelyNot = nc.isClosed() || isNoResponders(err);
+          if (!surelyNot) this.#uncertain.add(steer.steer_id);
+          throw Object.assign(new NatsUnavailableError(), { withdraw: surelyNot });
+        },
+      )
       .finally(() => this.#inflight.delete(steer.steer_id));
     this.#inflight.set(steer.steer_id, publish);
     publish.catch(() => undefined);
@@ -290,6 +304,7 @@ export class RemoteChild implements RemoteChildHandle {
       maybe.clear();
       delivered.clear();
       for (const id of this.#published) maybe.add(id);
+      for (const id of this.#uncertain) maybe.add(id);
     }
     this.#confirm(delivered);
     this.#settle?.reject(new RunnerLostError(message, exit_reason, maybe));
@@ -326,6 +341,11 @@ export class RemoteChild implements RemoteChildHandle {
       const seq = left.get(id);
       if (seq === undefined) delivered.add(id);
       else if (seq <= line) maybe.add(id);
+    }
+    // Gone from the mailbox, an uncertain steer was either acked or never stored: maybe delivered.
+    for (const id of this.#uncertain) {
+      const seq = left.get(id);
+      if (seq === undefined || seq <= line) maybe.add(id);
     }
   }
 

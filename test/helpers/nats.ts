@@ -44,6 +44,8 @@ export interface Nats {
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port and store. */
   restart(): Promise<void>;
+  /** Sends it a signal (SIGSTOP / SIGCONT: a server that stalls without dropping connections). */
+  signal(signal: NodeJS.Signals): void;
   /** Stops it and removes its store. */
   dispose(): Promise<void>;
 }
@@ -89,6 +91,9 @@ export async function startNats(): Promise<Nats> {
     port,
     stop,
     restart: launch,
+    signal(signal) {
+      proc?.kill(signal);
+    },
     async dispose() {
       await stop('SIGKILL');
       rmSync(store, { recursive: true, force: true });

@@ -1,0 +1,52 @@
+// A steer whose publish ack comes too late: the host is told NATS is unavailable, but the steer
+// may be stored all the same (a stalled server catches up) and the worker may deliver it. It is
+// never withdrawn then: the delivery is reported (event and transcript) like any other. Real
+// processes: nats-server -js (stalled with SIGSTOP, no connection dropped), a control plane, a worker.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { completionEntrySchema } from '../../src/contract/wire.ts';
+import { startNats, startWorker, type Nats } from '../helpers/nats.ts';
+import { call, connectWs, killAll, nextEvent, request, scriptedTask, startWsServer } from '../helpers/process.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
+
+let nats: Nats;
+beforeAll(async () => {
+  nats = await startNats();
+});
+afterAll(async () => {
+  nats?.signal('SIGCONT');
+  await killAll();
+  await nats?.dispose();
+});
+
+it('accounts for a steer answered "NATS unavailable" that the worker later delivers', async () => {
+  // The outage bound sets the publish-ack bound (500 ms here): shorter than the stall.
+  const srv = await startWsServer(['--nats', nats.url, '--nats-outage-ms', '100']);
+  const { peer } = await connectWs(srv);
+  const { session_id } = await call<{ session_id: string }>(peer, 'session.create');
+  await startWorker(nats.url);
+  const steps = [{ op: 'say', text: 'hi' }, { op: 'wait_steer' }, { op: 'say', text: 'took a steer' }, { op: 'finish', summary: 'done' }];
+  const { subagent_ids } = await call<{ subagent_ids: string[] }>(peer, 'delegation.spawn', { session_id, tasks: [scriptedTask('stalled', steps)] });
+  const id = subagent_ids[0] as string;
+  await nextEvent(peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === id);
+
+  nats.signal('SIGSTOP');
+  let r;
+  try {
+    r = await request(peer, 'subagent.steer', { session_id, subagent_id: id, text: 'turn left' });
+  } finally {
+    nats.signal('SIGCONT');
+  }
+  expect(r.error).toMatchObject({ code: -32000, message: 'NATS unavailable' });
+  const entry = completionEntrySchema.parse(wireEntry((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 20_000, 'the entry')).payload));
+  const tail = await call<{ text: string }>(peer, 'subagent.tail', { session_id, subagent_id: id });
+  const delivered = peer.inbox.all.some((m) => !Array.isArray(m) && m.method === 'event' && (m.params as { type: string; payload: { text?: string } }).type === 'subagent.steer.delivered');
+  if (tail.text.includes('took a steer')) {
+    // The worker delivered it: the control plane says so, exactly as for a `queued` steer.
+    expect(delivered).toBe(true);
+    expect(tail.text).toContain('[steer] turn left');
+    expect(entry.missed_steer).toBeUndefined();
+  } else {
+    // Never delivered: it is listed as missed, not forgotten.
+    expect(entry.missed_steer_detail?.map((d) => d.text)).toEqual(['turn left']);
+  }
+}, 60_000);
