@@ -285,7 +285,12 @@ export class RemoteChild implements RemoteChildHandle {
     if (this.#waitingOn++ === 0 && this.worker) this.#p.workers.release(this.worker);
     void handle.results.then((entries) => {
       if (--this.#waitingOn === 0 && this.worker && !this.#settled) this.#p.workers.retake(this.worker);
-      if (!this.#settled) this.#p.link.nc.publish(subjects.inbound(this.id), encode({ type: 'results', delegation_id: handle.delegation_id, entries }));
+      // A closed connection throws here: logged, never an unhandled rejection.
+      try {
+        if (!this.#settled) this.#p.link.nc.publish(subjects.inbound(this.id), encode({ type: 'results', delegation_id: handle.delegation_id, entries }));
+      } catch (err) {
+        this.#p.logger.warn({ subagent_id: this.id, err: describe(err) }, 'could not send a delegation’s entries to the worker');
+      }
     });
     return { ok: true };
   }
