@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve as resolvePath } from 'node:path';
-import { acpStdio, type AcpStdio } from '../acp/stdio.ts';
+import type { AcpStdio } from '../acp/stdio.ts';
 import { workspaceTools } from '../agent/tools/workspace.ts';
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiKind, openaiRunner } from '../agent/runner.ts';
@@ -152,6 +152,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
     })();
     return stopping;
   };
+  // The ACP SDK is loaded only to serve ACP: it is most of what `serve --ws` would load at start
+  // otherwise (bench/cases/startup.ts).
+  const acpModule = v.acp ? await import('../acp/stdio.ts') : undefined;
   const done = new Promise<void>((resolve) => {
     // `on`, not `once`: a second signal must not fall through to the default action (death by
     // signal, with completions still unsent); the shutdown running already is bounded.
@@ -170,11 +173,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
       // The host closed stdout (EPIPE): nothing can reach it any more; shut down the same way.
       void conn.whenClosed.then(() => stop('stdout closed')).then(resolve);
     }
-    if (v.acp) {
+    if (acpModule) {
       // The same rule as --stdio: the IDE closing stdin ends the server, and it is still owed the
       // terminal update of every child and the answer to every prompt before the connection closes.
       const roots = [realpathSync(resolvePath(v.workspace ?? '.'))];
-      acp = acpStdio({
+      acp = acpModule.acpStdio({
         server,
         input: process.stdin,
         output: process.stdout,
