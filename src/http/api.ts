@@ -45,7 +45,7 @@ export function createHttpApi(server: RpcServer, opts: HttpApiOptions): HttpApi 
     server,
     sse,
     max_outbound_bytes: maxOut,
-    features: () => ({ sse: true, resume: true, idempotency: true, session_idle: true, single_user: false, dashboard }),
+    features: () => ({ sse: true, resume: true, idempotency: true, session_idle: true, single_user: server.state.single_user, dashboard }),
   });
 
   const api = async (req: IncomingMessage, res: ServerResponse, ctx: ListenerContext, url: URL): Promise<Answer | 'streamed'> => {

@@ -70,13 +70,14 @@ export function buildRoutes(deps: RouteDeps): Route[] {
 
   /**
    * Runs `fn` with the session attached to a transport of its own for this request (so the
-   * handlers' authority checks pass exactly when the key is right); detached again after, which
-   * parks the session anew if nothing else is attached: each request renews its park time.
+   * handlers' authority checks pass exactly when the key is right, or without one in single-user
+   * mode, as session.resume does); detached again after, which parks the session anew if nothing
+   * else is attached: each request renews its park time.
    */
   const within = <T>(call: Call, fn: (transport: string, session: Session) => T): T => {
     const sid = call.params.sid as string;
     const transport = server.transientId();
-    const session = server.sessions.attach(sid, keyOf(call), transport);
+    const session = server.sessions.rebind(sid, keyOf(call), transport);
     try {
       return fn(transport, session);
     } finally {
@@ -84,8 +85,22 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     }
   };
 
-  const invoke = (call: Call, method: string, params: Record<string, unknown>): { keyed: Keyed; session: Session } =>
-    within(call, (transport, session) => ({ keyed: server.invoke(method, { ...params, session_id: session.session_id }, transport), session }));
+  /**
+   * One method call, its answer settled: a handler may answer with a promise (a steer to a child
+   * on a remote worker answers once the steer is committed), and every answer is shaped from the
+   * value, never from the promise. The session stays attached until the answer is there.
+   */
+  const invoke = async (call: Call, method: string, params: Record<string, unknown>): Promise<{ keyed: Keyed; session: Session }> => {
+    const sid = call.params.sid as string;
+    const transport = server.transientId();
+    const session = server.sessions.rebind(sid, keyOf(call), transport);
+    try {
+      const keyed = server.invoke(method, { ...params, session_id: session.session_id }, transport);
+      return { keyed: { value: await keyed.value, replayed: keyed.replayed }, session };
+    } finally {
+      if (server.sessions.get(sid)?.slot.has(transport)) server.sessions.detach(sid, transport);
+    }
+  };
 
   const visible = (session: Session, subagent_id: string): boolean =>
     server.runtime.scoped.list(server.sessions.scopeOf(session), { include_finished: true }).some((s) => s.subagent_id === subagent_id);
@@ -99,10 +114,10 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     return keyed.replayed ? { ...a, headers: { ...a.headers, 'Idempotency-Replayed': 'true' } } : a;
   };
   /** Domain errors of a keyed call are kept too; a replayed one says so. */
-  const keyedCall = (call: Call, method: string, params: Record<string, unknown>, map: (keyed: Keyed, session: Session) => Answer): Answer => {
+  const keyedCall = async (call: Call, method: string, params: Record<string, unknown>, map: (keyed: Keyed, session: Session) => Answer): Promise<Answer> => {
     const key = idempotencyKeyOf(call);
     try {
-      const { keyed, session } = invoke(call, method, key === undefined ? params : { ...params, idempotency_key: key });
+      const { keyed, session } = await invoke(call, method, key === undefined ? params : { ...params, idempotency_key: key });
       return map(keyed, session);
     } catch (err) {
       if (!(err instanceof RpcError)) throw err;
@@ -113,8 +128,8 @@ export function buildRoutes(deps: RouteDeps): Route[] {
   };
   const replayedErrors = new WeakSet<RpcError>();
 
-  const plain = (call: Call, method: string, params: Record<string, unknown>, status = 200): Answer => {
-    const { keyed } = invoke(call, method, params);
+  const plain = async (call: Call, method: string, params: Record<string, unknown>, status = 200): Promise<Answer> => {
+    const { keyed } = await invoke(call, method, params);
     return answer(status, keyed.value);
   };
 
@@ -129,11 +144,9 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         clearTimeout(timer);
         off();
         call.res.off('close', finish);
-        try {
-          resolvePromise(plain(call, 'delegation.result', { delegation_id: did }));
-        } catch (err) {
-          resolvePromise(err instanceof RpcError ? errorAnswer(err) : httpError(RpcCode.InternalError, 'Internal error'));
-        }
+        plain(call, 'delegation.result', { delegation_id: did }).then(resolvePromise, (err: unknown) =>
+          resolvePromise(err instanceof RpcError ? errorAnswer(err) : httpError(RpcCode.InternalError, 'Internal error')),
+        );
       };
       // Registered after the server's own listener, so the ledger has the delegation's last entry
       // by the time this runs.
@@ -176,16 +189,18 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     {
       path: ['v1', 'sessions'],
       methods: {
-        POST: (call) => {
+        POST: async (call) => {
           const transport = server.transientId();
           // No HTTP request stays connected: close_on_disconnect would close the session at once.
-          const { value } = server.invoke('session.create', { ...call.body, close_on_disconnect: undefined }, transport);
+          const value = await server.invoke('session.create', { ...call.body, close_on_disconnect: undefined }, transport).value;
           const created = value as { session_id: string };
           // Not attached to anything yet: parked until a stream attaches or the next request.
           server.sessions.detach(created.session_id, transport);
           return answer(201, value);
         },
-        GET: () => httpError(HttpCode.Forbidden, 'listing sessions needs --single-user'),
+        // The token owns every session in single-user mode (hermes' model), so it may list them.
+        GET: () =>
+          server.state.single_user ? answer(200, { sessions: server.sessions.all().map(sessionView) }) : httpError(HttpCode.Forbidden, 'listing sessions needs --single-user'),
       },
     },
     {
@@ -215,7 +230,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       methods: {
         GET: async (call) => {
           const did = call.params.did as string;
-          const first = plain(call, 'delegation.result', { delegation_id: did });
+          const first = await plain(call, 'delegation.result', { delegation_id: did });
           const raw = call.url.searchParams.get('wait');
           if (raw === null) return first;
           const seconds = Number(raw);
@@ -248,10 +263,10 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     {
       path: ['v1', 'sessions', ':sid', 'subagents', ':cid', 'tail'],
       methods: {
-        GET: (call) => {
+        GET: async (call) => {
           const raw = call.url.searchParams.get('since');
           if (raw !== null && !/^\d{1,15}$/.test(raw)) return badQuery('since', 'expected an integer >= 0');
-          const { keyed, session } = invoke(call, 'subagent.tail', { subagent_id: cid(call), ...(raw === null ? {} : { since: Number(raw) }) });
+          const { keyed, session } = await invoke(call, 'subagent.tail', { subagent_id: cid(call), ...(raw === null ? {} : { since: Number(raw) }) });
           const tail = keyed.value as { available: boolean };
           // `seq`: the session's latest event this window reflects (an SSE consumer joins there).
           return tail.available ? answer(200, { ...tail, seq: session.seq }) : notFound();

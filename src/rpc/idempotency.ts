@@ -2,10 +2,18 @@
 // carries an idempotency key (the `idempotency_key` param over JSON-RPC, the `Idempotency-Key`
 // header over HTTP: one key space) keeps its first answer, a result or a domain error, for a TTL;
 // a repeat with the same params gets that answer again, marked as a replay, and has no effect. The
-// same key with other params is refused (4015). An internal error is not kept: a retry may succeed.
+// same key with other params is refused (4015). An answer that says "try again later" is not kept
+// (an internal error, shutting down or NATS unavailable, a full steer queue): a retry may succeed.
 //
-// Keys are scoped to a session and a method. Each session keeps at most MAX_KEYS_PER_SESSION,
-// the oldest evicted first; a closed session drops its keys at once.
+// An answer that comes as a promise (a steer to a child on a remote worker answers once the steer
+// is committed) is kept as what it settles to: a repeat while it is pending shares the pending
+// answer, and one that settles to an answer not kept leaves the key free again.
+//
+// Bounded: keys are scoped to a session and a method; each session keeps at most
+// MAX_KEYS_PER_SESSION keys and MAX_KEPT_BYTES_PER_SESSION bytes of answers, the oldest evicted
+// first. The params are kept as a digest, not as text. Expired keys of every session are swept on
+// every keyed call (of any session); a closed session drops its keys at once.
+import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { RpcCode, RpcError, toRpcError } from './errors.ts';
 
@@ -13,17 +21,38 @@ import { RpcCode, RpcError, toRpcError } from './errors.ts';
 export const IDEMPOTENCY_TTL_MS = 10 * 60 * 1000;
 /** Keys one session keeps at most (oldest evicted first). */
 export const MAX_KEYS_PER_SESSION = 1000;
+/** Bytes of kept answers (as JSON, plus the key) one session keeps at most (oldest evicted first). */
+export const MAX_KEPT_BYTES_PER_SESSION = 4 * 1024 * 1024;
+/** What a kept answer costs beside its JSON: the digest, the expiry, the bookkeeping. */
+const ENTRY_OVERHEAD_BYTES = 160;
 
 /** The methods that take an idempotency key. */
 export const IDEMPOTENT_METHODS: readonly string[] = ['delegation.spawn', 'session.reset', 'subagent.interrupt', 'subagent.steer'];
 
+/**
+ * Answers that are not kept: they say "not now", not "no" (internal error; shutting down and NATS
+ * unavailable share -32000; a reply too large; a full steer queue, 4005, means "wait and retry").
+ */
+const NOT_KEPT: ReadonlySet<number> = new Set<number>([RpcCode.InternalError, RpcCode.ShuttingDown, RpcCode.ResponseTooLarge, RpcCode.SteerQueueFull]);
+
 export const idempotencyConflict = () => new RpcError(RpcCode.IdempotencyConflict, 'idempotency key reused with different params');
 
 interface Kept {
+  readonly session_id: string;
+  readonly slot: string;
+  /** sha256 of the params' canonical JSON (a steer's text may be large; its digest is not). */
   readonly params: string;
   readonly expires: number;
-  readonly value?: unknown;
-  readonly error?: RpcError;
+  bytes: number;
+  value?: unknown;
+  error?: RpcError;
+  /** Set while the first call's answer is a promise not yet settled. */
+  pending?: Promise<unknown>;
+}
+
+interface SessionKeys {
+  readonly keys: Map<string, Kept>;
+  bytes: number;
 }
 
 /** An answer of a keyed call: `replayed` when it is the kept answer of an earlier call. */
@@ -45,70 +74,151 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
+export function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as { then?: unknown }).then === 'function';
+}
+
+/** The bytes a kept answer takes, near enough: its JSON text. */
+function sizeOf(value: unknown): number {
+  try {
+    return (JSON.stringify(value) ?? '').length;
+  } catch {
+    return 0;
+  }
+}
+
 export class IdempotencyStore {
   readonly #clock: Clock;
   readonly #ttl: number;
   readonly #max: number;
+  readonly #maxBytes: number;
   /** Per session: `method \n key` → the kept answer, in insertion (= expiry) order. */
-  readonly #bySession = new Map<string, Map<string, Kept>>();
+  readonly #bySession = new Map<string, SessionKeys>();
+  /** Every kept answer of every session, in insertion (= expiry: one TTL) order, for the sweep. */
+  readonly #all = new Set<Kept>();
 
-  constructor(clock: Clock, ttl_ms = IDEMPOTENCY_TTL_MS, max_keys = MAX_KEYS_PER_SESSION) {
+  constructor(clock: Clock, ttl_ms = IDEMPOTENCY_TTL_MS, max_keys = MAX_KEYS_PER_SESSION, max_bytes = MAX_KEPT_BYTES_PER_SESSION) {
     this.#clock = clock;
     this.#ttl = ttl_ms;
     this.#max = max_keys;
+    this.#maxBytes = max_bytes;
   }
 
   /**
    * Runs `run` once per (session, method, key) within the TTL. Throws the kept domain error on a
-   * replay of a call that failed, and 4015 when the params differ from the first call's.
+   * replay of a call that failed, and 4015 when the params differ from the first call's. A
+   * promise from `run` is answered as a promise that settles as it does.
    */
   run(session_id: string, method: string, key: string, params: Record<string, unknown>, run: () => unknown, log?: (err: unknown) => void): Keyed {
     const now = this.#clock.now();
-    const keys = this.#bySession.get(session_id);
-    if (keys) this.#prune(keys, now);
+    this.#sweep(now);
     const slot = `${method}\n${key}`;
     const { idempotency_key: _k, ...rest } = params;
-    const text = canonicalJson(rest);
-    const kept = keys?.get(slot);
+    const digest = createHash('sha256').update(canonicalJson(rest)).digest('base64url');
+    const kept = this.#bySession.get(session_id)?.keys.get(slot);
     if (kept) {
-      if (kept.params !== text) throw idempotencyConflict();
+      if (kept.params !== digest) throw idempotencyConflict();
+      if (kept.pending) return { value: kept.pending, replayed: true };
       if (kept.error) throw kept.error;
       return { value: kept.value, replayed: true };
     }
+    const entry: Kept = { session_id, slot, params: digest, expires: now + this.#ttl, bytes: ENTRY_OVERHEAD_BYTES + slot.length };
     let value: unknown;
     try {
       value = run();
     } catch (err) {
       const e = toRpcError(err, log);
-      // Only answers the same call would give again are kept: not an internal error, nor a
-      // refusal because the server is shutting down.
-      if (e.code !== RpcCode.InternalError && e.code !== RpcCode.ShuttingDown) this.#keep(session_id, keys, slot, { params: text, expires: now + this.#ttl, error: e });
+      if (!NOT_KEPT.has(e.code)) this.#keep(entry, e, undefined);
       throw e;
     }
-    this.#keep(session_id, keys, slot, { params: text, expires: now + this.#ttl, value });
-    return { value, replayed: false };
+    if (!isThenable(value)) {
+      this.#keep(entry, undefined, value);
+      return { value, replayed: false };
+    }
+    // Kept as pending now, so a repeat in the meantime shares this answer instead of acting again.
+    entry.pending = Promise.resolve(value).then(
+      (v) => {
+        entry.pending = undefined;
+        if (this.#all.has(entry)) this.#settle(entry, undefined, v);
+        return v;
+      },
+      (err: unknown) => {
+        const e = toRpcError(err, log);
+        entry.pending = undefined;
+        if (this.#all.has(entry)) {
+          if (NOT_KEPT.has(e.code)) this.#remove(entry);
+          else this.#settle(entry, e, undefined);
+        }
+        throw e;
+      },
+    );
+    this.#keep(entry, undefined, undefined);
+    return { value: entry.pending, replayed: false };
   }
 
   /** The session closed: its keys go with it. */
   forget(session_id: string): void {
+    const s = this.#bySession.get(session_id);
+    if (!s) return;
+    for (const kept of s.keys.values()) this.#all.delete(kept);
     this.#bySession.delete(session_id);
   }
 
   /** Keys kept for one session now (for tests and diagnostics). */
   sizeOf(session_id: string): number {
-    return this.#bySession.get(session_id)?.size ?? 0;
+    return this.#bySession.get(session_id)?.keys.size ?? 0;
   }
 
-  #keep(session_id: string, keys: Map<string, Kept> | undefined, slot: string, kept: Kept): void {
-    if (!keys) this.#bySession.set(session_id, (keys = new Map()));
-    keys.set(slot, kept);
-    while (keys.size > this.#max) keys.delete(keys.keys().next().value as string);
+  /** Bytes kept for one session now, as the bound counts them (for tests and diagnostics). */
+  bytesOf(session_id: string): number {
+    return this.#bySession.get(session_id)?.bytes ?? 0;
   }
 
-  #prune(keys: Map<string, Kept>, now: number): void {
-    for (const [slot, kept] of keys) {
+  /** Keys kept across every session (for tests and diagnostics). */
+  get size(): number {
+    return this.#all.size;
+  }
+
+  #keep(entry: Kept, error: RpcError | undefined, value: unknown): void {
+    let s = this.#bySession.get(entry.session_id);
+    if (!s) this.#bySession.set(entry.session_id, (s = { keys: new Map(), bytes: 0 }));
+    s.keys.set(entry.slot, entry);
+    s.bytes += entry.bytes;
+    this.#all.add(entry);
+    this.#settle(entry, error, value);
+  }
+
+  /** Records the answer and its size, then evicts the session's oldest keys past either bound. */
+  #settle(entry: Kept, error: RpcError | undefined, value: unknown): void {
+    const s = this.#bySession.get(entry.session_id);
+    if (!s) return;
+    if (error) entry.error = error;
+    else entry.value = value;
+    const grown = error ? sizeOf(error.toJSON()) : value === undefined ? 0 : sizeOf(value);
+    entry.bytes += grown;
+    s.bytes += grown;
+    // The newest key stays whatever it costs (one answer is bounded by the message limits).
+    for (const oldest of s.keys.values()) {
+      if (s.keys.size <= this.#max && s.bytes <= this.#maxBytes) break;
+      if (oldest === entry) break;
+      this.#remove(oldest);
+    }
+  }
+
+  #remove(entry: Kept): void {
+    this.#all.delete(entry);
+    const s = this.#bySession.get(entry.session_id);
+    if (!s || s.keys.get(entry.slot) !== entry) return;
+    s.keys.delete(entry.slot);
+    s.bytes -= entry.bytes;
+    if (s.keys.size === 0) this.#bySession.delete(entry.session_id);
+  }
+
+  /** Drops every expired key of every session: all share one TTL, so they expire in insertion order. */
+  #sweep(now: number): void {
+    for (const kept of this.#all) {
       if (kept.expires > now) break;
-      keys.delete(slot);
+      this.#remove(kept);
     }
   }
 }

@@ -1,7 +1,7 @@
 // The method-table side of idempotent control (the store and its rules are idempotency.ts): wraps
 // a method so a call with `idempotency_key` keeps and replays its first answer.
 import type { CallContext, MethodDef } from './context.ts';
-import type { Keyed } from './idempotency.ts';
+import { isThenable, type Keyed } from './idempotency.ts';
 
 /** `{...result, idempotent_replay: true}`: how JSON-RPC marks a replayed answer. */
 export function markReplay(value: unknown): unknown {
@@ -35,7 +35,9 @@ export function idempotent(method: string, def: MethodDef): IdempotentMethodDef 
     keyed,
     handle(p, ctx) {
       const r = keyed(p as Record<string, unknown>, ctx);
-      return r.replayed ? markReplay(r.value) : r.value;
+      if (!r.replayed) return r.value;
+      // A repeat while the first answer is still pending: marked once it settles.
+      return isThenable(r.value) ? Promise.resolve(r.value).then(markReplay) : markReplay(r.value);
     },
   };
 }

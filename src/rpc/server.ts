@@ -25,7 +25,7 @@ import { spawnTreeMethods } from './methods/spawn-tree.ts';
 import { ParentAgent } from '../agent/parent-agent.ts';
 import { EVENT_TYPES, PROTOCOL_VERSION } from '../contract/wire.ts';
 import { DEFAULT_REPLAY_LIMITS } from './replay-ring.ts';
-import { IDEMPOTENT_METHODS, IdempotencyStore, type Keyed } from './idempotency.ts';
+import { IDEMPOTENT_METHODS, IdempotencyStore, isThenable, type Keyed } from './idempotency.ts';
 import { idempotent, type IdempotentMethodDef } from './idempotent-method.ts';
 import { IdleWatch } from './idle-watch.ts';
 import { toRpcError } from './errors.ts';
@@ -249,7 +249,8 @@ export class RpcServer {
   /**
    * Runs one method as a JSON-RPC call from `transport` would run: the same handler, params
    * schema, authority and errors (thrown as RpcError). `replayed` is set when an idempotency key
-   * returned a kept answer. The value may be a promise for a method that answers asynchronously.
+   * returned a kept answer. The value may be a promise for a method that answers asynchronously
+   * (callers await it before shaping an answer from it); it rejects with an RpcError.
    */
   invoke(method: string, params: Record<string, unknown>, transport: string): Keyed {
     const def = METHODS.get(method);
@@ -257,7 +258,10 @@ export class RpcServer {
     try {
       const p = def.params.parse(params) as Record<string, unknown>;
       const ctx = { server: this.#state, transport };
-      return 'keyed' in def ? (def as IdempotentMethodDef).keyed(p, ctx) : { value: def.handle(p, ctx), replayed: false };
+      const keyed = 'keyed' in def ? (def as IdempotentMethodDef).keyed(p, ctx) : { value: def.handle(p, ctx), replayed: false };
+      // A promise rejects as a synchronous answer throws: with a wire error, never a stack.
+      if (!isThenable(keyed.value)) return keyed;
+      return { value: Promise.resolve(keyed.value).catch((err: unknown) => Promise.reject(toRpcError(err, (e) => this.#logger.error({ err: e, method }, 'method failed')))), replayed: keyed.replayed };
     } catch (err) {
       throw toRpcError(err, (e) => this.#logger.error({ err: e, method }, 'method failed'));
     }
@@ -270,13 +274,14 @@ export class RpcServer {
 
   /**
    * Puts `sink` in the session's slot, as a transport (so the session is not parked while it is
-   * there), if `session_key` is the session's key; otherwise 4001. Events from the next one on
+   * there), if `session_key` is the session's key (or, in single-user mode, none is given);
+   * otherwise 4001. Events from the next one on
    * reach it: whatever the caller reads from the session in the same synchronous step is the state
    * just before them.
    */
   attachSink(session_id: unknown, session_key: unknown, sink: EventSink): { id: string; session: Session } {
     const id = `sse_${++this.#nextTransient}`;
-    const session = this.sessions.attach(session_id, session_key, id);
+    const session = this.sessions.rebind(session_id, session_key, id);
     this.#sinks.set(id, { sink, session_id: session.session_id });
     return { id, session };
   }
