@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/testing/manual-clock.ts';
 import { IdempotencyStore } from '../../src/rpc/idempotency.ts';
-import { RpcCode } from '../../src/rpc/errors.ts';
+import { RpcCode, RpcError } from '../../src/rpc/errors.ts';
 import { connectWs, killAll, nextEvent, request } from '../helpers/process.ts';
 import { createSession, framesUntil, nextFrame, openSse, req, scripted, startHttp, type HttpServer, type Session } from './client.ts';
 
@@ -157,5 +157,59 @@ describe('the store', () => {
     expect(store.run('u', 'm', 'boom', {}, run).replayed).toBe(false);
     store.forget('t');
     expect(store.sizeOf('t')).toBe(0);
+  });
+
+  it('keeps a digest of the params, not their text', () => {
+    const store = new IdempotencyStore(new ManualClock());
+    const big = 'x'.repeat(1024 * 1024);
+    store.run('s', 'subagent.steer', 'k', { text: big }, () => ({ ok: true }));
+    expect(store.bytesOf('s')).toBeLessThan(1024);
+    // Still compared exactly: the same text replays, one character more is a conflict.
+    expect(store.run('s', 'subagent.steer', 'k', { text: big }, () => ({ ok: false })).value).toEqual({ ok: true });
+    expect(() => store.run('s', 'subagent.steer', 'k', { text: `${big}y` }, () => ({}))).toThrow(expect.objectContaining({ code: RpcCode.IdempotencyConflict }));
+  });
+
+  it('bounds the bytes of kept answers per session, evicting the oldest first', () => {
+    const store = new IdempotencyStore(new ManualClock(), 1000, 100, 2000);
+    const answer = { text: 'y'.repeat(500) };
+    for (const k of ['a', 'b', 'c', 'd', 'e']) store.run('s', 'm', k, {}, () => answer);
+    expect(store.bytesOf('s')).toBeLessThanOrEqual(2000);
+    expect(store.sizeOf('s')).toBeLessThan(5);
+    expect(store.run('s', 'm', 'e', {}, () => ({})).replayed).toBe(true);
+    expect(store.run('s', 'm', 'a', {}, () => ({})).replayed).toBe(false);
+    // Another session has its own budget.
+    store.run('t', 'm', 'a', {}, () => answer);
+    expect(store.run('t', 'm', 'a', {}, () => ({})).replayed).toBe(true);
+  });
+
+  it('expires the keys of every session on a keyed call of any session', async () => {
+    const clock = new ManualClock();
+    const store = new IdempotencyStore(clock, 1000);
+    store.run('quiet', 'm', 'k', {}, () => ({}));
+    store.run('quiet', 'm', 'k2', {}, () => ({}));
+    await clock.advance(1001);
+    store.run('busy', 'm', 'k', {}, () => ({}));
+    expect(store.sizeOf('quiet')).toBe(0);
+    expect(store.size).toBe(1);
+  });
+
+  it('keeps no answer that says "not now": internal error, shutting down or NATS unavailable (-32000), a full steer queue', async () => {
+    const store = new IdempotencyStore(new ManualClock());
+    for (const code of [RpcCode.InternalError, RpcCode.NatsUnavailable, RpcCode.SteerQueueFull]) {
+      expect(() =>
+        store.run('s', 'm', `k${code}`, {}, () => {
+          throw new RpcError(code, 'not now');
+        }),
+      ).toThrow(expect.objectContaining({ code }));
+      expect(store.run('s', 'm', `k${code}`, {}, () => ({ ok: true })).replayed, String(code)).toBe(false);
+      // The same from a promise that rejects.
+      await expect(store.run('s', 'm', `p${code}`, {}, () => Promise.reject(new RpcError(code, 'not now'))).value).rejects.toMatchObject({ code });
+      expect(store.run('s', 'm', `p${code}`, {}, () => ({ ok: true })).replayed, String(code)).toBe(false);
+    }
+    // A domain error is kept, from a promise too; a settled promise is kept as its value.
+    await expect(store.run('s', 'm', 'dom', {}, () => Promise.reject(new RpcError(RpcCode.NotOwned, 'no'))).value).rejects.toMatchObject({ code: RpcCode.NotOwned });
+    expect(() => store.run('s', 'm', 'dom', {}, () => ({}))).toThrow(expect.objectContaining({ code: RpcCode.NotOwned }));
+    expect(await store.run('s', 'm', 'val', {}, () => Promise.resolve({ v: 1 })).value).toEqual({ v: 1 });
+    expect(store.run('s', 'm', 'val', {}, () => ({}))).toEqual({ value: { v: 1 }, replayed: true });
   });
 });

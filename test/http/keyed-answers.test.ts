@@ -1,9 +1,12 @@
-// Answers that come as promises: a steer to a child whose runner commits steers asynchronously
+// Keyed and asynchronous answers, with a runner the test controls (when steers are committed, when
+// they are taken). Answers that come as promises: a steer to a child whose runner commits steers asynchronously
 // (a remote worker's runner resolves once the steer is in the child's mailbox, as under --nats)
 // answers once committed. Over HTTP the answer is shaped from the settled value; with an
 // idempotency key the settled answer is kept (and replayed whole), a "not now" rejection is not.
-// In process, so the runner's commit can be told to succeed or fail; over a real listener on
-// 127.0.0.1 for HTTP, and an in-memory JSON-RPC connection.
+// A full steer queue (4005, "wait and retry") is not kept either: once the child took its steers,
+// a retry with the same key queues. In process, so the runner's commit can be told to succeed or
+// fail and its queue drained at a chosen point; over a real listener on 127.0.0.1 for HTTP, and
+// an in-memory JSON-RPC connection.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunOutcome, Runner, RunnerContext } from '../../src/delegation/types.ts';
 import { createHttpApi } from '../../src/http/api.ts';
@@ -21,12 +24,19 @@ class CommittingRunner implements Runner {
   readonly model = 'committing';
   commit: 'ok' | 'fail' = 'ok';
   commits = 0;
+  #ctx: RunnerContext | undefined;
   onSteer(): void {}
+  /** Takes every queued steer, as a runner does at a safe point. */
+  drain(): void {
+    const ctx = this.#ctx as RunnerContext;
+    ctx.confirmDelivered(ctx.takeSteers());
+  }
   committed(): Promise<void> {
     this.commits++;
     return this.commit === 'ok' ? Promise.resolve() : Promise.reject(new Error('bus down'));
   }
   async run(ctx: RunnerContext): Promise<RunOutcome> {
+    this.#ctx = ctx;
     await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
     return { status: 'interrupted', summary: '' } as RunOutcome;
   }
@@ -47,9 +57,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function rig(): Promise<Rig> {
+async function rig(max_queued_steers?: number): Promise<Rig> {
   const runner = new CommittingRunner();
-  const server = new RpcServer({ default_runner: runner, logger: silentLogger });
+  const server = new RpcServer({ default_runner: runner, logger: silentLogger, runtime: { max_queued_steers } });
   const http = createHttpApi(server, { token: TOKEN, logger: silentLogger });
   const listener: WsListener = await listenWs(
     { host: '127.0.0.1', port: 0, token: TOKEN, allow_origins: [], max_message_bytes: server.limits.max_message_bytes, logger: silentLogger, onRequest: http.handle },
@@ -132,5 +142,27 @@ describe('a steer whose answer is a promise', () => {
     const [a, b] = await Promise.all([r.rpc.client.result<Record<string, unknown>>('subagent.steer', params), r.rpc.client.result<Record<string, unknown>>('subagent.steer', params)]);
     expect(b).toEqual({ ...a, idempotent_replay: true });
     expect(r.runner.commits).toBe(1);
+  });
+});
+
+describe('a full steer queue (4005)', () => {
+  it('is not kept: a retry with the same key after the child took its steers queues', async () => {
+    const r = await rig(1);
+    expect((await steerHttp(r, 'first')).status).toBe(202);
+    const full = await steerHttp(r, 'second', 'k4');
+    expect(full.status).toBe(429);
+    expect(full.json).toEqual({ error: { code: RpcCode.SteerQueueFull, message: 'steer queue full' } });
+    const stillFull = await steerHttp(r, 'second', 'k4');
+    expect(stillFull.status).toBe(429);
+    expect(stillFull.replayed).toBeNull();
+    r.runner.drain();
+    const retried = await steerHttp(r, 'second', 'k4');
+    expect(retried.status).toBe(202);
+    expect(retried.replayed).toBeNull();
+    expect(retried.json).toMatchObject({ status: 'queued', text: 'second' });
+    // And from now on it is kept: the queued answer is replayed.
+    const replay = await steerHttp(r, 'second', 'k4');
+    expect(replay.replayed).toBe('true');
+    expect(replay.json).toEqual(retried.json);
   });
 });
