@@ -270,10 +270,11 @@ export const paramsSchemas = {
   }),
   'spawn_tree.list': loose({
     session_id: z.string().max(256).nullable().optional(),
+    session_key: anyField,
     cross_session: z.boolean().optional(),
     limit: z.number().int().min(1).max(500).nullable().optional(),
   }),
-  'spawn_tree.load': loose({ path: anyField }),
+  'spawn_tree.load': loose({ path: anyField, session_id: anyField, session_key: anyField }),
 } as const;
 
 /**

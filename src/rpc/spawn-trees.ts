@@ -2,19 +2,42 @@
 // `<state dir>/spawn-trees/<session>/`. Written atomically (a temp file in the same directory, then
 // a rename), so a reader sees the whole file or none. No path a client gives can leave the root:
 // it is resolved (symlinks included) and refused unless it lies inside. Bounded: a file holds at
-// most MAX_TREE_BYTES, a session directory the newest MAX_TREES_PER_SESSION files (older ones are
-// removed as new ones come), and a listing at most MAX_LIST entries.
+// most MAX_TREE_BYTES; a session directory keeps at most MAX_TREES_PER_SESSION files, and the whole
+// root at most MAX_TREES_TOTAL files and MAX_TREES_TOTAL_BYTES bytes: past any of them the trees
+// saved longest ago go first (by when they were saved, never by the client's `finished_at`, so the
+// tree a save just wrote is never the one it removes). A listing holds at most MAX_LIST entries.
+// Who may read which trees is the methods' decision (methods/spawn-tree.ts): the store takes the
+// directories a caller may see.
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { RpcCode, RpcError } from './errors.ts';
+import { notOwned, RpcCode, RpcError } from './errors.ts';
 
 export const MAX_TREE_BYTES = 8 * 1024 * 1024;
 export const MAX_TREES_PER_SESSION = 256;
+/** Trees the whole state directory keeps at most, across sessions. */
+export const MAX_TREES_TOTAL = 4096;
+/** Bytes of trees the whole state directory keeps at most, across sessions. */
+export const MAX_TREES_TOTAL_BYTES = 256 * 1024 * 1024;
 export const MAX_LIST = 500;
 export const DEFAULT_LIST = 50;
 /** The directory of trees saved without a session. */
-const NO_SESSION = 'default';
+export const NO_SESSION = 'default';
+
+/** The bounds of one store (defaults: the constants above). */
+export interface SpawnTreeLimits {
+  readonly per_session?: number;
+  readonly total?: number;
+  readonly total_bytes?: number;
+}
+
+/** One kept file, as the disk bound counts it; `order` is when it was saved (oldest lowest). */
+interface SavedFile {
+  readonly path: string;
+  readonly dir: string;
+  readonly bytes: number;
+  readonly order: number;
+}
 
 export interface SpawnTreeFile {
   readonly session_id: string;
@@ -48,18 +71,30 @@ const failed = (what: string, err: unknown) =>
 export class SpawnTreeStore {
   /** `<state dir>/spawn-trees`, absolute. */
   readonly root: string;
+  readonly #perSession: number;
+  readonly #total: number;
+  readonly #totalBytes: number;
+  /** Every kept file, oldest saved first: read from the disk once (by mtime), then kept up to date. */
+  #index: Promise<SavedFile[]> | undefined;
+  #order = 0;
 
-  constructor(state_dir: string) {
+  constructor(state_dir: string, limits: SpawnTreeLimits = {}) {
     this.root = resolve(state_dir, 'spawn-trees');
+    this.#perSession = limits.per_session ?? MAX_TREES_PER_SESSION;
+    this.#total = limits.total ?? MAX_TREES_TOTAL;
+    this.#totalBytes = limits.total_bytes ?? MAX_TREES_TOTAL_BYTES;
   }
 
   async save(tree: SpawnTreeFile): Promise<{ path: string; session_id: string }> {
     const text = JSON.stringify(tree);
     if (Buffer.byteLength(text, 'utf8') > MAX_TREE_BYTES) throw new RpcError(RpcCode.InvalidParams, `invalid params: subagents: a spawn tree may take at most ${MAX_TREE_BYTES} bytes`);
-    const dir = join(this.root, tree.session_id === '' ? NO_SESSION : sessionDir(tree.session_id));
+    const dirName = tree.session_id === '' ? NO_SESSION : sessionDir(tree.session_id);
+    const dir = join(this.root, dirName);
     const name = `${String(Math.round(tree.finished_at * 1000)).padStart(15, '0')}-${randomBytes(6).toString('hex')}.json`;
     const path = join(dir, name);
     const tmp = join(dir, `.${name}.${randomBytes(4).toString('hex')}.tmp`);
+    // The files already there are counted before this one is written, so it is the newest.
+    await this.#indexed().catch(() => undefined);
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       // `wx`: never through a file (or a symlink) that is already there.
@@ -75,14 +110,17 @@ export class SpawnTreeStore {
       await rm(tmp, { force: true }).catch(() => undefined);
       throw failed('spawn_tree.save', err);
     }
-    await this.#prune(dir);
+    await this.#prune({ path, dir: dirName, bytes: Buffer.byteLength(text, 'utf8'), order: 0 });
     return { path, session_id: tree.session_id };
   }
 
-  /** Newest first: the trees of one session (or of none), or of every session. */
-  async list(opts: { session_id?: string; cross_session: boolean; limit: number }): Promise<SpawnTreeEntry[]> {
+  /**
+   * Newest first: the trees of one session (or of none), or of every session; with `visible`, of
+   * those directories only.
+   */
+  async list(opts: { session_id?: string; cross_session: boolean; limit: number; visible?: (dir: string) => boolean }): Promise<SpawnTreeEntry[]> {
     let dirs: string[];
-    if (opts.cross_session) dirs = (await this.#names(this.root)).filter((d) => !d.startsWith('.'));
+    if (opts.cross_session) dirs = (await this.#names(this.root)).filter((d) => !d.startsWith('.') && (opts.visible?.(d) ?? true));
     else dirs = [opts.session_id === undefined || opts.session_id === '' ? NO_SESSION : sessionDir(opts.session_id)];
     const files: { dir: string; name: string }[] = [];
     for (const dir of dirs) for (const name of await this.#names(join(this.root, dir))) if (FILE.test(name)) files.push({ dir, name });
@@ -99,9 +137,13 @@ export class SpawnTreeStore {
     return entries;
   }
 
-  /** The saved file at `path` (absolute, or relative to the root); 4030 if it is outside. */
-  async load(path: string): Promise<SpawnTreeFile> {
+  /**
+   * The saved file at `path` (absolute, or relative to the root); 4030 if it is outside; with
+   * `visible`, 4001 unless its directory is one of those.
+   */
+  async load(path: string, visible?: (dir: string) => boolean): Promise<SpawnTreeFile> {
     const target = await this.#inside(path);
+    if (visible && !visible(relative(await realpath(this.root), target).split(sep)[0] as string)) throw notOwned();
     try {
       return await this.#read(target);
     } catch (err) {
@@ -147,10 +189,57 @@ export class SpawnTreeStore {
     }
   }
 
-  /** Keeps the newest MAX_TREES_PER_SESSION trees of a directory. */
-  async #prune(dir: string): Promise<void> {
-    const names = (await this.#names(dir)).filter((n) => FILE.test(n)).sort();
-    for (const name of names.slice(0, Math.max(0, names.length - MAX_TREES_PER_SESSION))) await rm(join(dir, name), { force: true }).catch(() => undefined);
+  /** Every kept tree file, oldest saved (mtime) first; read once, then kept by save and prune. */
+  #indexed(): Promise<SavedFile[]> {
+    this.#index ??= (async () => {
+      const found: (SavedFile & { mtime: number })[] = [];
+      for (const dir of (await this.#names(this.root).catch(() => [])).filter((d) => !d.startsWith('.'))) {
+        for (const name of await this.#names(join(this.root, dir)).catch(() => [])) {
+          if (!FILE.test(name)) continue;
+          const path = join(this.root, dir, name);
+          const st = await lstat(path).catch(() => undefined);
+          if (st?.isFile()) found.push({ path, dir, bytes: st.size, order: 0, mtime: st.mtimeMs });
+        }
+      }
+      found.sort((a, b) => a.mtime - b.mtime || (a.path < b.path ? -1 : 1));
+      return found.map(({ path, dir, bytes }) => ({ path, dir, bytes, order: ++this.#order }));
+    })();
+    return this.#index;
+  }
+
+  /**
+   * Adds the file just saved, then removes the trees saved longest ago while its directory holds
+   * more than the per-session bound or the root more than the total bounds. The file just saved is
+   * the newest, so it is never among them. Victims are chosen synchronously, so concurrent saves
+   * never pick the same one nor miss one.
+   */
+  async #prune(saved: SavedFile): Promise<void> {
+    let index: SavedFile[];
+    try {
+      index = await this.#indexed();
+    } catch {
+      return;
+    }
+    if (!index.some((f) => f.path === saved.path)) index.push({ ...saved, order: ++this.#order });
+    const victims: SavedFile[] = [];
+    const inDir = index.filter((f) => f.dir === saved.dir && f.path !== saved.path);
+    inDir.push(saved);
+    for (const f of inDir.slice(0, Math.max(0, inDir.length - this.#perSession))) victims.push(f);
+    const gone = new Set(victims);
+    let count = index.length - gone.size;
+    let bytes = index.reduce((n, f) => (gone.has(f) ? n : n + f.bytes), 0);
+    for (const f of index) {
+      if (count <= this.#total && bytes <= this.#totalBytes) break;
+      if (gone.has(f) || f.path === saved.path) continue;
+      gone.add(f);
+      victims.push(f);
+      count--;
+      bytes -= f.bytes;
+    }
+    if (gone.size === 0) return;
+    // In place: a concurrent save holds the same array.
+    for (let i = index.length - 1; i >= 0; i--) if (gone.has(index[i] as SavedFile)) index.splice(i, 1);
+    for (const f of victims) await rm(f.path, { force: true }).catch(() => undefined);
   }
 }
 

@@ -1,17 +1,32 @@
 // spawn_tree.save / list / load: finished delegation trees a host keeps, persisted under the
-// server's state directory (spawn-trees.ts). A tree is the host's own record: every holder of the
-// server token may list and load them, in both authority modes; saving under a session id needs
-// the right to that session (attached, or single-user mode), so no host files trees under
-// another's session.
+// server's state directory (spawn-trees.ts). Saving under a session id needs the right to that
+// session (attached, or single-user mode), so no host files trees under another's session.
+// Reading follows the same authority: by default a caller lists and loads the trees of the
+// sessions it is attached to (or proves with `session_id` + `session_key`), and the trees saved
+// without a session (a shared space every token holder sees); in single-user mode the token owns
+// every session and so every tree (hermes' model).
 import { defineMethod, type MethodDef } from '../context.ts';
 import type { ServerState } from '../context.ts';
 import { paramsSchemas } from '../../contract/wire.ts';
 import { RpcCode, RpcError } from '../errors.ts';
-import { DEFAULT_LIST, type SpawnTreeStore } from '../spawn-trees.ts';
+import { DEFAULT_LIST, NO_SESSION, sessionDir, type SpawnTreeStore } from '../spawn-trees.ts';
 
 function store(server: ServerState): SpawnTreeStore {
   if (!server.spawnTrees) throw new RpcError(RpcCode.StateDisabled, 'spawn trees are not kept: the server was started with --no-state');
   return server.spawnTrees;
+}
+
+/**
+ * The tree directories the caller may read, or undefined for all (single-user mode): those of the
+ * sessions it is attached to, the one it proves with its key, and the trees of no session. A
+ * `session_id` it cannot prove is 4001, as for every session call.
+ */
+function visibleDirs(server: ServerState, transport: string, session_id: unknown, session_key: unknown): ((dir: string) => boolean) | undefined {
+  if (server.single_user) return undefined;
+  const dirs = new Set<string>([NO_SESSION]);
+  for (const s of server.sessions.sessionsOf(transport)) dirs.add(sessionDir(s.session_id));
+  if (typeof session_id === 'string' && session_id !== '') dirs.add(sessionDir(server.sessions.authorizeRead(session_id, session_key, transport).session_id));
+  return (dir) => dirs.has(dir);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -33,12 +48,15 @@ export const spawnTreeMethods: Record<string, MethodDef> = {
     });
   }),
 
-  'spawn_tree.list': defineMethod(paramsSchemas['spawn_tree.list'], async (p, { server }) => ({
-    entries: await store(server).list({ session_id: p.session_id ?? undefined, cross_session: p.cross_session ?? false, limit: p.limit ?? DEFAULT_LIST }),
-  })),
+  'spawn_tree.list': defineMethod(paramsSchemas['spawn_tree.list'], async (p, { server, transport }) => {
+    const trees = store(server);
+    const visible = visibleDirs(server, transport, p.session_id, p.session_key);
+    return { entries: await trees.list({ session_id: p.session_id ?? undefined, cross_session: p.cross_session ?? false, limit: p.limit ?? DEFAULT_LIST, visible }) };
+  }),
 
-  'spawn_tree.load': defineMethod(paramsSchemas['spawn_tree.load'], (p, { server }) => {
+  'spawn_tree.load': defineMethod(paramsSchemas['spawn_tree.load'], (p, { server, transport }) => {
     if (typeof p.path !== 'string' || p.path.trim() === '') throw new RpcError(RpcCode.IdRequired, 'path required');
-    return store(server).load(p.path);
+    const trees = store(server);
+    return trees.load(p.path, visibleDirs(server, transport, p.session_id, p.session_key));
   }),
 };
