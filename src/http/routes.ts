@@ -5,7 +5,7 @@
 // session key; anything not the caller's is the same 404.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RpcCode, RpcError } from '../rpc/errors.ts';
-import { IDEMPOTENCY_TTL_MS, MAX_KEYS_PER_SESSION } from '../rpc/idempotency.ts';
+import { IDEMPOTENCY_TTL_MS, MAX_KEPT_BYTES_PER_SESSION, MAX_KEYS_PER_SESSION } from '../rpc/idempotency.ts';
 import type { Keyed } from '../rpc/idempotency.ts';
 import type { RpcServer } from '../rpc/server.ts';
 import type { Session } from '../rpc/sessions.ts';
@@ -180,6 +180,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
               ...server.limits,
               idempotency_ttl_ms: IDEMPOTENCY_TTL_MS,
               idempotency_keys_per_session: MAX_KEYS_PER_SESSION,
+              idempotency_bytes_per_session: MAX_KEPT_BYTES_PER_SESSION,
               max_wait_seconds: MAX_WAIT_SECONDS,
               max_outbound_bytes: deps.max_outbound_bytes,
             },
