@@ -192,8 +192,12 @@ export class IdempotencyStore {
   #settle(entry: Kept, error: RpcError | undefined, value: unknown): void {
     const s = this.#bySession.get(entry.session_id);
     if (!s) return;
-    if (error) entry.error = error;
-    else entry.value = value;
+    if (error) {
+      // Formatted now: until then V8 holds the stack's frames, and through them the params of the
+      // call (a 1 MiB steer text kept for the TTL).
+      void error.stack;
+      entry.error = error;
+    } else entry.value = value;
     const grown = error ? sizeOf(error.toJSON()) : value === undefined ? 0 : sizeOf(value);
     entry.bytes += grown;
     s.bytes += grown;

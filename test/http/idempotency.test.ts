@@ -1,5 +1,7 @@
 // Idempotency keys over HTTP and JSON-RPC against a real server (one key space), and the store's
 // TTL and bound in-process with a manual clock.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/testing/manual-clock.ts';
 import { IdempotencyStore } from '../../src/rpc/idempotency.ts';
@@ -167,6 +169,28 @@ describe('the store', () => {
     // Still compared exactly: the same text replays, one character more is a conflict.
     expect(store.run('s', 'subagent.steer', 'k', { text: big }, () => ({ ok: false })).value).toEqual({ ok: true });
     expect(() => store.run('s', 'subagent.steer', 'k', { text: `${big}y` }, () => ({}))).toThrow(expect.objectContaining({ code: RpcCode.IdempotencyConflict }));
+  });
+
+  it('a kept error holds nothing of the call that made it (its stack no longer holds the params)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const store = new IdempotencyStore(new ManualClock());
+    let ref: WeakRef<object> | undefined;
+    (() => {
+      const params = { text: 'x'.repeat(1024 * 1024) };
+      ref = new WeakRef(params);
+      expect(() =>
+        store.run('s', 'subagent.steer', 'k', params, () => {
+          // The params reach the handler's frame, as a method's do.
+          if (params.text.length > 10) throw new RpcError(RpcCode.TextTooLong, 'text too long');
+        }),
+      ).toThrow(expect.objectContaining({ code: RpcCode.TextTooLong }));
+    })();
+    // A WeakRef target stays alive until the current job ends: collect in a later one.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(ref?.deref()).toBeUndefined();
+    expect(() => store.run('s', 'subagent.steer', 'k', { text: 'x'.repeat(1024 * 1024) }, () => ({}))).toThrow(expect.objectContaining({ code: RpcCode.TextTooLong }));
   });
 
   it('bounds the bytes of kept answers per session, evicting the oldest first', () => {
