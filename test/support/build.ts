@@ -10,4 +10,6 @@ export default function setup(): void {
     cwd: root,
     stdio: 'inherit',
   });
+  // The bin runs the start-up bundle made from that output (scripts/bundle-cli.mjs).
+  execFileSync(process.execPath, ['scripts/bundle-cli.mjs'], { cwd: root, stdio: 'inherit' });
 }
