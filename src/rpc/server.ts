@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../clock.ts';
 import { openaiKind, type OpenAIRunnerConfig } from '../agent/runner.ts';
-import type { Owner, Runner } from '../delegation/types.ts';
+import type { Runner } from '../delegation/types.ts';
 import { TAIL_WINDOW_BYTES } from '../child/transcript.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds, type IdMaker } from '../ids.ts';
@@ -24,6 +24,7 @@ import { subagentMethods } from './methods/subagent.ts';
 import { spawnTreeMethods } from './methods/spawn-tree.ts';
 import { ParentAgent } from '../agent/parent-agent.ts';
 import { EVENT_TYPES, PROTOCOL_VERSION } from '../contract/wire.ts';
+import { logLifecycle } from './lifecycle-log.ts';
 import { DEFAULT_REPLAY_LIMITS } from './replay-ring.ts';
 import { IDEMPOTENT_METHODS, IdempotencyStore, isThenable, type Keyed } from './idempotency.ts';
 import { idempotent, type IdempotentMethodDef } from './idempotent-method.ts';
@@ -216,7 +217,7 @@ export class RpcServer {
       eventTypes: () => [...EVENT_TYPES, 'gateway.ready'].sort(),
     };
     this.runtime.onOwnedEvent((event, owner) => {
-      this.#logLifecycle(event, owner);
+      logLifecycle(this.#logger, event, owner);
       if (!owner) return;
       // Only an open session's current generation is recorded and routed: a child of a closed
       // session (or of a reset generation) that delegates while it winds down must not make a
@@ -363,32 +364,6 @@ export class RpcServer {
   #route(session: Session, event: Record<string, unknown> & { type: string }): void {
     const { type, ts, src: _src, ...payload } = event;
     this.#send(session, type, typeof ts === 'number' ? ts : this.#clock.now() / 1000, wirePayload(type, payload));
-  }
-
-  /** One info line per child lifecycle step, with ids only (no goal, text or steer content). */
-  #logLifecycle(event: Record<string, unknown> & { type: string }, owner: Owner | undefined): void {
-    // Runs for every event: at the default level (warn) build nothing. `{ ...ids, k }` costs about
-    // a microsecond per object on Node 20 even when pino then drops the line (bench/cases/fanout.ts).
-    if (!this.#logger.isLevelEnabled('info')) return;
-    const ids = { subagent_id: event.subagent_id, parent_id: event.parent_id, session_id: owner?.session_id, generation: owner?.generation };
-    switch (event.type) {
-      case 'subagent.spawn_requested':
-        this.#logger.info({ ...ids, delegation_id: event.delegation_id, depth: event.depth }, 'child spawned');
-        break;
-      case 'subagent.start':
-        this.#logger.info(ids, 'child started');
-        break;
-      case 'subagent.steer.delivered':
-        this.#logger.info({ ...ids, steer_id: event.steer_id }, 'steer delivered');
-        break;
-      case 'subagent.complete': {
-        const entry = event.entry as { status?: string; missed_steer?: string } | undefined;
-        this.#logger.info({ ...ids, status: entry?.status, missed_steer: entry?.missed_steer !== undefined }, 'child completed');
-        break;
-      }
-      default:
-        break;
-    }
   }
 
   /** A session-level event (the parent agent's), numbered and routed like a child's. */

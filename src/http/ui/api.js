@@ -76,8 +76,8 @@ export const childPath = (sid, cid) => `${sessionPath(sid)}/subagents/${encodeUR
 
 /**
  * @typedef {{
- *   onSnapshot(data: any, reset: boolean): void,
- *   onEvent(event: any): void,
+ *   onSnapshot(data: unknown, reset: boolean): void,
+ *   onEvent(event: unknown): void,
  *   onState(state: 'connecting' | 'live' | 'reconnecting' | 'closed', detail: string): void,
  * }} StreamHandlers
  */
@@ -125,7 +125,7 @@ export function follow(sid, key, cursor, on) {
       on.onState('closed', `retrying in ${Math.round(delay / 1000)} s`);
       retry = setTimeout(open, delay);
     };
-    /** @param {string} type @param {(data: any) => void} fn */
+    /** @param {string} type @param {(data: unknown) => void} fn */
     const listen = (type, fn) =>
       source.addEventListener(type, (/** @type {MessageEvent} */ m) => {
         if (es !== source) return;
