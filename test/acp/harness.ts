@@ -8,54 +8,18 @@
 import { Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { ClientConnection, SessionNotification } from '@agentclientprotocol/sdk/unstable';
-import { answer, FakeModel, type RecordedRequest, type ScriptedReply } from '../helpers/fake-model.ts';
+import { answer, FakeModel } from '../helpers/fake-model.ts';
+import { ModelRouter } from '../helpers/model-router.ts';
 import { ROOT, spawnSubrun, WAIT_MS, type Proc } from '../helpers/process.ts';
 
-export type Reply = ScriptedReply | ((req: RecordedRequest) => ScriptedReply);
 export type WireMsg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const PARENT = 'You are the parent agent';
-const CHILD = 'You are a subagent';
+export { deferred, goalOf, systemOf, type Reply } from '../helpers/model-router.ts';
 
-export const systemOf = (req: RecordedRequest) => req.body.messages[0]?.content ?? '';
-export const goalOf = (req: RecordedRequest) => (req.body.messages[1]?.content ?? '').replace(/^Task: /, '').split('\n')[0] ?? '';
-
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-/** Routes each model request to its sender's scripted replies; the parent falls back to `parentFallback`. */
-export class Router {
-  readonly parent: Reply[] = [];
-  readonly children = new Map<string, Reply[]>();
-  readonly childRequests = new Map<string, RecordedRequest[]>();
-  parentFallback: Reply = answer('all done');
-  readonly #model: FakeModel;
-
+/** The ACP tests' router: a parent with nothing (more) scripted says it is done. */
+export class Router extends ModelRouter {
   constructor(model: FakeModel) {
-    this.#model = model;
-    model.reply((req) => this.#route(req));
-  }
-
-  child(goal: string, ...replies: Reply[]): this {
-    this.children.set(goal, [...(this.children.get(goal) ?? []), ...replies]);
-    return this;
-  }
-
-  #route(req: RecordedRequest): ScriptedReply {
-    this.#model.reply((r) => this.#route(r));
-    const system = systemOf(req);
-    let next: Reply | undefined;
-    if (system.startsWith(PARENT)) next = this.parent.shift() ?? this.parentFallback;
-    else if (system.startsWith(CHILD)) {
-      const goal = goalOf(req);
-      this.childRequests.set(goal, [...(this.childRequests.get(goal) ?? []), req]);
-      next = this.children.get(goal)?.shift();
-    }
-    const reply = typeof next === 'function' ? next(req) : next;
-    return reply ?? { status: 400, body: JSON.stringify({ error: { message: `nothing scripted for ${goalOf(req)}` } }) };
+    super(model, answer('all done'));
   }
 }
 

@@ -13,65 +13,13 @@ import { wireEventSchema } from '../../src/contract/wire.ts';
 import { wireEntry } from '../helpers/wire-entry.ts';
 import { RpcServer, type ServerOptions } from '../../src/rpc/server.ts';
 import { defineTool } from '../../src/agent/tools/tool.ts';
-import { answer, callTools, FakeModel, textChunk, toolCallChunk, finishChunk, usageChunk, type RecordedRequest, type ScriptedReply } from '../helpers/fake-model.ts';
+import { answer, callTools, FakeModel, textChunk, toolCallChunk, finishChunk, usageChunk, type RecordedRequest } from '../helpers/fake-model.ts';
+import { CHILD, deferred, ModelRouter as Router, PARENT, systemOf } from '../helpers/model-router.ts';
 import { connectMemory, fails, isEvent, ok, privateKeyLeaks, type RpcTestClient, type WireEvent } from '../helpers/rpc-client.ts';
 
 // ---- harness ----
 
-type Reply = ScriptedReply | ((req: RecordedRequest) => ScriptedReply);
 type Msg = RecordedRequest['body']['messages'][number];
-
-const PARENT = 'You are the parent agent';
-const CHILD = 'You are a subagent';
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-const systemOf = (req: RecordedRequest) => req.body.messages[0]?.content ?? '';
-/** A child's goal, from its task message `Task: <goal>[\n\nContext: ...]`. */
-const goalOf = (req: RecordedRequest) => (req.body.messages[1]?.content ?? '').replace(/^Task: /, '').split('\n')[0] ?? '';
-
-/**
- * Routes each request to the scripted replies of its sender: the parent agent, or the child with
- * that goal. A sender with nothing scripted gets `fallback` (or a 400, which is never retried).
- */
-class Router {
-  readonly parent: Reply[] = [];
-  readonly children = new Map<string, Reply[]>();
-  readonly parentRequests: RecordedRequest[] = [];
-  readonly childRequests = new Map<string, RecordedRequest[]>();
-  parentFallback: ((req: RecordedRequest) => ScriptedReply) | undefined;
-  readonly #model: FakeModel;
-
-  constructor(model: FakeModel) {
-    this.#model = model;
-    model.reply((req) => this.#route(req));
-  }
-
-  child(goal: string, ...replies: Reply[]): this {
-    this.children.set(goal, [...(this.children.get(goal) ?? []), ...replies]);
-    return this;
-  }
-
-  #route(req: RecordedRequest): ScriptedReply {
-    this.#model.reply((r) => this.#route(r));
-    const system = systemOf(req);
-    let next: Reply | undefined;
-    if (system.startsWith(PARENT)) {
-      this.parentRequests.push(req);
-      next = this.parent.shift() ?? this.parentFallback;
-    } else if (system.startsWith(CHILD)) {
-      const goal = goalOf(req);
-      this.childRequests.set(goal, [...(this.childRequests.get(goal) ?? []), req]);
-      next = this.children.get(goal)?.shift();
-    }
-    const reply = typeof next === 'function' ? next(req) : next;
-    return reply ?? { status: 400, body: JSON.stringify({ error: { message: `nothing scripted for ${system.slice(0, 30)} / ${goalOf(req)}` } }) };
-  }
-}
 
 const echo = defineTool({
   name: 'echo',

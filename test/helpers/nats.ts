@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { spawnSubrun, WAIT_MS, type Proc } from './process.ts';
 
 /** NATS_SERVER, else nats-server on PATH, else Debian's /usr/sbin/nats-server. */
@@ -111,4 +112,19 @@ export async function startWorker(url: string, args: readonly string[] = []): Pr
   const proc = spawnSubrun(['worker', '--nats', url, ...args]);
   const line = await proc.stderr.take((l) => l.startsWith('subrun worker '), WAIT_MS, 'the worker ready line');
   return { proc, id: line.split(' ')[2] as string };
+}
+
+/** The epoch `child` holds on `worker`, as the worker's next heartbeat that lists it says. */
+export async function epochOf(nc: NatsConnection, worker: string, child: string): Promise<number> {
+  const sub = nc.subscribe(`sr.hb.${worker}`);
+  try {
+    for await (const m of sub) {
+      const hb = JSON.parse(new TextDecoder().decode(m.data)) as { children: Array<{ child: string; epoch: number }> };
+      const held = hb.children.find((c) => c.child === child);
+      if (held) return held.epoch;
+    }
+  } finally {
+    sub.unsubscribe();
+  }
+  throw new Error('no heartbeat');
 }

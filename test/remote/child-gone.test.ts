@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { startNats, startWorker, type Nats, type WorkerProc } from '../helpers/nats.ts';
+import { epochOf, startNats, startWorker, type Nats, type WorkerProc } from '../helpers/nats.ts';
 import { call, connectWs, isEvent, killAll, nextEvent, scriptedTask, startWsServer, type Msg, type WireEvent, type WsPeer } from '../helpers/process.ts';
 
 let nats: Nats;
@@ -51,24 +51,10 @@ async function expectBystanderServed(text: string): Promise<void> {
   await nextEvent(peer, (e) => e.type === 'subagent.steer.delivered' && e.payload.steer_id === r.steer_id, 15_000, `the bystander's delivery of ${text}`);
 }
 
-async function epochOf(child: string): Promise<number> {
-  const sub = rogue.subscribe(`sr.hb.${worker.id}`);
-  try {
-    for await (const m of sub) {
-      const hb = JSON.parse(new TextDecoder().decode(m.data)) as { children: Array<{ child: string; epoch: number }> };
-      const held = hb.children.find((c) => c.child === child);
-      if (held) return held.epoch;
-    }
-  } finally {
-    sub.unsubscribe();
-  }
-  throw new Error('no heartbeat');
-}
-
 it('settles only the child whose control subject has no responder; its worker and siblings run on', async () => {
   const victim = await spawnOne('victim', [{ op: 'say', text: 'up' }, { op: 'hang' }]);
   await nextEvent(peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === victim);
-  const epoch = await epochOf(victim);
+  const epoch = await epochOf(rogue, worker.id, victim);
   // The worker lets the child go without a word (as after a fence): its control subject is empty.
   rogue.publish(`sr.w.${worker.id}.drop`, new TextEncoder().encode(JSON.stringify({ children: [{ child: victim, epoch }] })));
   await worker.proc.stderr.take((l) => l.includes(`dropped ${victim} (epoch`), 15_000, 'the drop line');

@@ -4,7 +4,7 @@
 // and a rogue NATS client publishing on the subjects both sides listen to.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { startNats, startWorker, type Nats, type WorkerProc } from '../helpers/nats.ts';
+import { epochOf, startNats, startWorker, type Nats, type WorkerProc } from '../helpers/nats.ts';
 import { call, killAll, nextEvent, scriptedTask, startStdio, type Proc } from '../helpers/process.ts';
 
 let nats: Nats;
@@ -22,21 +22,6 @@ afterAll(async () => {
 const bytes = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v));
 const huge = 'x'.repeat(900_000);
 
-/** The child's epoch on its worker, as its heartbeat lists it. */
-async function epochOf(worker: string, child: string): Promise<number> {
-  const sub = rogue.subscribe(`sr.hb.${worker}`);
-  try {
-    for await (const m of sub) {
-      const hb = JSON.parse(new TextDecoder().decode(m.data)) as { children: Array<{ child: string; epoch: number }> };
-      const held = hb.children.find((c) => c.child === child);
-      if (held) return held.epoch;
-    }
-  } finally {
-    sub.unsubscribe();
-  }
-  throw new Error('no heartbeat');
-}
-
 it('drops malformed messages on every subject and keeps both sides serving, stdout clean', async () => {
   const { proc, peer } = await startStdio(['--nats', nats.url]);
   const w: WorkerProc = await startWorker(nats.url);
@@ -45,7 +30,7 @@ it('drops malformed messages on every subject and keeps both sides serving, stdo
   const { subagent_ids } = await call<{ subagent_ids: string[] }>(peer, 'delegation.spawn', { session_id, tasks: [scriptedTask('target', steps)] });
   const id = subagent_ids[0] as string;
   await nextEvent(peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === id);
-  const epoch = await epochOf(w.id, id);
+  const epoch = await epochOf(rogue, w.id, id);
   const from = { epoch, worker: w.id };
 
   const hostile: Array<[string, unknown]> = [
