@@ -18,7 +18,7 @@ export { counterIds, randomIds } from './ids.ts';
 export type { IdMaker } from './ids.ts';
 export { systemClock } from './clock.ts';
 export type { Clock } from './clock.ts';
-export * from './delegation/types.ts';
+export * from './types.ts';
 export { openaiRunner, openaiKind, DEFAULT_MAX_ITERATIONS } from './agent/runner.ts';
 export type { OpenAIRunnerConfig } from './agent/runner.ts';
 export type { ChatEndpoint } from './agent/chat.ts';

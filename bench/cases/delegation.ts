@@ -5,7 +5,7 @@
 // alternate (subrun, p-queue, subrun, ...) and the median of each is kept.
 import PQueue from 'p-queue';
 import { scripted } from '../../src/delegation/runners/scripted.ts';
-import type { Owner, TaskSpec } from '../../src/delegation/types.ts';
+import type { Owner, TaskSpec } from '../../src/types.ts';
 import { createRuntime } from '../../src/delegation/runtime.ts';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { median, row, type Row } from '../lib/stats.ts';

@@ -11,7 +11,7 @@
 // Map of child entries spread through memory as live children are. What N adds to the floor is
 // what memory latency alone costs at that size; subrun's growth is reported against it.
 import { createRuntime, type Runtime } from '../../src/delegation/runtime.ts';
-import type { Owner, Runner, RunnerContext } from '../../src/delegation/types.ts';
+import type { Owner, Runner, RunnerContext } from '../../src/types.ts';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { micro, until, type MicroOptions, type MicroTask } from '../lib/micro.ts';
 import { row, type Row } from '../lib/stats.ts';

@@ -14,7 +14,7 @@
 // UTF-8 encode of the same text into a fixed ring (`Buffer#write`, with TextEncoder#encodeInto
 // beside it), since text must be encoded to be kept as bytes, and against the copy for reference.
 import { Transcript, TAIL_WINDOW_BYTES } from '../../src/child/transcript.ts';
-import type { Owner, RunOutcome, Runner, RunnerContext } from '../../src/delegation/types.ts';
+import type { Owner, RunOutcome, Runner, RunnerContext } from '../../src/types.ts';
 import { createRuntime } from '../../src/delegation/runtime.ts';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { measureMemory } from '../lib/memory.ts';

@@ -3,7 +3,7 @@
 // know (a bare-string state, `cancel: true`, an error without a code), so every shape here is the
 // exact object form of @agentclientprotocol/sdk 2.4.0's /unstable schema.
 import type { ContentBlock, SessionUpdate, StopReason, ToolCallStatus } from '@agentclientprotocol/sdk/unstable';
-import type { CompletionEntry } from '../delegation/types.ts';
+import type { CompletionEntry } from '../types.ts';
 
 /** JSON-RPC's internal error: the code a failed child's idle state carries (the schema needs one). */
 const CHILD_FAILED_CODE = -32603;

@@ -6,7 +6,7 @@
 // tool batch), each as its own user message after the last tool result; they count as delivered
 // once a reply to a prompt holding them has fully arrived. Whatever was taken and not delivered
 // when the loop ends is handed back as pending_steer.
-import type { Steer, Tokens } from '../delegation/types.ts';
+import type { Steer, Tokens } from '../types.ts';
 import { parseToolArguments, runTool, toToolSpec, type Tool } from './tools/tool.ts';
 import { ModelError, streamChat, type ChatEndpoint, type ChatMessage, type Sleeper } from './chat.ts';
 import { steerMessage } from './steer-marker.ts';

@@ -2,7 +2,7 @@
 // Retries 429 and 5xx (and connection failures before a response) with bounded backoff that
 // honours Retry-After; 401/403/404 and malformed streams fail at once with a clear message.
 // The caller's signal aborts the request in flight, so the server sees the connection close.
-import type { Tokens } from '../delegation/types.ts';
+import type { Tokens } from '../types.ts';
 import { z } from 'zod';
 import { preview } from '../child/preview.ts';
 import { sseData } from './sse.ts';

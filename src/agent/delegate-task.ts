@@ -8,7 +8,7 @@ import { ErrorCode, isSubrunError } from '../errors.ts';
 import { MAX_STEER_BYTES, type InterruptResult, type SteerResult } from '../registry/registry.ts';
 import type { Snapshot } from '../child/snapshot.ts';
 import { defineTool, type Tool } from './tools/tool.ts';
-import type { CompletionEntry, DelegationHandle } from '../delegation/types.ts';
+import type { CompletionEntry, DelegationHandle } from '../types.ts';
 
 /** What the tool needs from whoever runs it: a child (through its context) or a session's parent. */
 export interface DelegationPort {

@@ -11,7 +11,7 @@ import { DEFAULT_MAX_ITERATIONS, openaiRunner, type OpenAIRunnerConfig } from '.
 import { STEER_PROMPT } from './steer-marker.ts';
 import { buildCompletionEntry } from '../delegation/completion.ts';
 import { preview } from '../child/preview.ts';
-import type { Owner, Scope } from '../delegation/types.ts';
+import type { Owner, Scope } from '../types.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import { sleep, type Clock } from '../clock.ts';
 import type { IdMaker } from '../ids.ts';

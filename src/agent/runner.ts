@@ -3,7 +3,7 @@
 // allows), steering in the conversation, streamed text and reasoning, and usage accounting.
 import { z } from 'zod';
 import type { Tool } from './tools/tool.ts';
-import type { RunOutcome, Runner, RunnerContext } from '../delegation/types.ts';
+import type { RunOutcome, Runner, RunnerContext } from '../types.ts';
 import { defineRunnerKind, type RunnerKind } from '../delegation/runners/kinds.ts';
 import { runAgentLoop } from './agent-loop.ts';
 import type { ChatEndpoint } from './chat.ts';

@@ -3,7 +3,7 @@
 // snapshots (snapshot.ts), which are an allow-list of these fields.
 import { SteerInbox } from './steering.ts';
 import { Transcript } from './transcript.ts';
-import type { ChildStatus, CompletionEntry, Owner, Runner, Steer, ToolTraceItem } from '../delegation/types.ts';
+import type { ChildStatus, CompletionEntry, Owner, Runner, Steer, ToolTraceItem } from '../types.ts';
 
 /** Why a child's signal was aborted. */
 export type StopReason = 'interrupt' | 'timeout';

@@ -2,7 +2,7 @@
 // runner, delivered). seal() closes acceptance and hands back everything undelivered in ONE
 // synchronous step, so no steer can slip in between "stop accepting" and "take leftovers".
 import { whenAnyStopped, type Stopper } from '../clock.ts';
-import type { Steer } from '../delegation/types.ts';
+import type { Steer } from '../types.ts';
 
 export class SteerInbox {
   #queued: Steer[] = [];

@@ -1,6 +1,6 @@
 // The demo's story as data: its children's scripted tasks and its steers, shared by the terminal
 // demo (demo.ts) and the dashboard's (demo-ui.ts).
-import type { TaskSpec } from '../delegation/types.ts';
+import type { TaskSpec } from '../types.ts';
 
 /**
  * The story's three children (the third spawns a grandchild), as scripted tasks: the same for the

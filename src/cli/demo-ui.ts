@@ -9,7 +9,7 @@ import { createHttpApi } from '../http/api.ts';
 import { createLogger } from '../log.ts';
 import { RpcServer } from '../rpc/server.ts';
 import { listenWs } from '../rpc/transports/ws.ts';
-import type { CompletionEntry } from '../delegation/types.ts';
+import type { CompletionEntry } from '../types.ts';
 import { STORY_STEERS, storyTasks } from './demo-story.ts';
 
 export interface UiDemoOptions {

@@ -5,7 +5,7 @@
 // No network, no keys; the scripted runner is deterministic, so the outcome is the same each run.
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiRunner, type OpenAIRunnerConfig } from '../agent/runner.ts';
-import type { CompletionEntry } from '../delegation/types.ts';
+import type { CompletionEntry } from '../types.ts';
 import { STORY_STEERS, storyTasks } from './demo-story.ts';
 import { createRuntime } from '../index.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';

@@ -17,7 +17,7 @@ import type {
   SubtreeControl,
   TaskSpec,
   ToolCall,
-} from './types.ts';
+} from '../types.ts';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 

@@ -1,6 +1,6 @@
 // The one pure function that builds a completion entry: the status matrix and the missed_steer
 // notes of the protocol (section 5). Nothing else in the code assembles an entry.
-import type { CompletionEntry, FinalStatus, MissedSteer, Tokens, ToolTraceItem } from './types.ts';
+import type { CompletionEntry, FinalStatus, MissedSteer, Tokens, ToolTraceItem } from '../types.ts';
 
 export interface EntryInput {
   readonly task_index: number;

@@ -8,7 +8,7 @@ import type { ChildRecord } from '../child/record.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { ChildQueue } from './child-queue.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
-import type { DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from './types.ts';
+import type { DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from '../types.ts';
 
 /**
  * A yield point the runtime awaits at each seam; tests pass a scheduler to order them. Returning

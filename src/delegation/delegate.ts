@@ -6,7 +6,7 @@ import { ChildRecord, type SettleListener } from '../child/record.ts';
 import type { Core } from './core.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
 import { LiveChild } from './run-child.ts';
-import type { CompletionEntry, DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from './types.ts';
+import type { CompletionEntry, DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from '../types.ts';
 
 function isRunner(v: unknown): v is Runner {
   return typeof v === 'object' && v !== null && typeof (v as Runner).run === 'function' && typeof (v as Runner).model === 'string';

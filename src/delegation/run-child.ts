@@ -8,7 +8,7 @@ import { buildCompletionEntry } from './completion.ts';
 import { ChildContext } from './child-context.ts';
 import type { ChildQueue, QueuedChild } from './child-queue.ts';
 import type { Core } from './core.ts';
-import { RunnerLostError, type CompletionEntry, type FinalStatus, type MissedSteer, type RunOutcome, type Steer } from './types.ts';
+import { RunnerLostError, type CompletionEntry, type FinalStatus, type MissedSteer, type RunOutcome, type Steer } from '../types.ts';
 
 type Settled =
   | { readonly kind: 'returned'; readonly outcome: RunOutcome }

@@ -6,7 +6,7 @@ import type { Checkpoint, Core, Limits, OwnedEventListener } from './core.ts';
 import { spawn } from './delegate.ts';
 import { builtinRunnerKinds, type RunnerKinds } from './runners/kinds.ts';
 import { scripted } from './runners/scripted.ts';
-import type { DelegationHandle, Owner, Runner, Scope, TaskSpec } from './types.ts';
+import type { DelegationHandle, Owner, Runner, Scope, TaskSpec } from '../types.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds, type IdMaker } from '../ids.ts';
 import { silentLogger, type Logger } from '../log.ts';

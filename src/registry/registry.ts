@@ -2,10 +2,10 @@
 // a bounded set of recently finished children per owner so a late list or tail still finds them.
 // Scoped calls carry the caller's authority ({session_id, generation}) and treat a foreign,
 // retired or unknown child the same way: not found, revealing nothing.
-import type { InterruptResult, Scope, SteerRejection, SteerResult, TailResult } from '../delegation/types.ts';
+import type { InterruptResult, Scope, SteerRejection, SteerResult, TailResult } from '../types.ts';
 
 export type { InterruptResult, SteerRejection, SteerResult, TailResult };
-import { isFinalStatus } from '../delegation/types.ts';
+import { isFinalStatus } from '../types.ts';
 import type { IdMaker } from '../ids.ts';
 import type { ChildRecord } from '../child/record.ts';
 import { toSnapshot, type Snapshot } from '../child/snapshot.ts';

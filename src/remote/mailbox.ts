@@ -3,7 +3,7 @@
 // are synchronous, find what has arrived. A steer is acked only when it is delivered; anything
 // fetched and never delivered stays unacked and the control plane lists it as missed.
 import type { Consumer, ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
-import type { Steer } from '../delegation/types.ts';
+import type { Steer } from '../types.ts';
 import { consumerName, STEER_STREAM } from './protocol.ts';
 import { mailboxConsumer } from './nats.ts';
 import { steerSchema, tryParse } from './messages.ts';

@@ -7,7 +7,7 @@ import type { Msg, MsgCallback } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
 import { completionEntrySchema } from '../contract/wire.ts';
 import type { Assign, AssignReply, ControlRequest, Drop, Heartbeat, SpawnReply, SpawnRequest, WorkerEvent } from './protocol.ts';
-import type { CompletionEntry, RunOutcome, Steer } from '../delegation/types.ts';
+import type { CompletionEntry, RunOutcome, Steer } from '../types.ts';
 
 const id = z.string().min(1).max(256);
 const epoch = z.number().int().nonnegative();

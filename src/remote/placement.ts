@@ -3,7 +3,7 @@
 // unchanged: a remote child is a child whose runner relays to a worker (remote-runner.ts), so
 // sessions, authority, the registry, the steer ledger, tail, events and replay all stay here.
 import type { Logger } from '../log.ts';
-import type { Runner } from '../delegation/types.ts';
+import type { Runner } from '../types.ts';
 import type { RunnerKinds } from '../delegation/runners/kinds.ts';
 import { encode, subjects, type Drop, type Heartbeat } from './protocol.ts';
 import { guarded, heartbeatSchema, parse } from './messages.ts';

@@ -2,7 +2,7 @@
 // and the messages each side sends. Everything is JSON, checked on receipt by messages.ts; every
 // message about a child carries the epoch of its assignment, so a worker that was declared lost
 // and comes back is fenced.
-import type { RunOutcome, Steer } from '../delegation/types.ts';
+import type { RunOutcome, Steer } from '../types.ts';
 
 /** The JetStream stream holding every child's steer mailbox (one subject per child). */
 export const STEER_STREAM = 'SUBRUN_STEER';

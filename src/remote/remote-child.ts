@@ -4,7 +4,7 @@
 // publishes, interrupt by request, and the loss accounting when its worker is gone.
 import type { Subscription } from '@nats-io/transport-node';
 import { isSubrunError } from '../errors.ts';
-import { RunnerLostError, type DelegationHandle, type RunOutcome, type RunnerContext, type Steer, type TaskSpec, type ToolCall } from '../delegation/types.ts';
+import { RunnerLostError, type DelegationHandle, type RunOutcome, type RunnerContext, type Steer, type TaskSpec, type ToolCall } from '../types.ts';
 import { consumerName, encode, STEER_STREAM, subjects, type Assign, type AssignReply, type SpawnReply, type SpawnRequest, type WorkerEvent } from './protocol.ts';
 import { assignReplySchema, eventSenderSchema, guarded, parse, spawnRequestSchema, steerSchema, tryParse, workerEventSchema } from './messages.ts';
 import type { PlacementPort, RemoteChildHandle } from './port.ts';

@@ -4,7 +4,7 @@
 // delegate() asks the control plane to spawn (the ids are made here, so it answers at once).
 import { randomIds } from '../ids.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
-import type { CompletionEntry, DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../delegation/types.ts';
+import type { CompletionEntry, DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../types.ts';
 import type { Assign, WorkerEvent } from './protocol.ts';
 import type { Mailbox } from './mailbox.ts';
 

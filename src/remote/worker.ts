@@ -4,7 +4,7 @@
 // when the control plane says its epoch is fenced (this worker was declared lost and came back).
 import type { Logger } from '../log.ts';
 import { randomIds } from '../ids.ts';
-import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../delegation/types.ts';
+import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../types.ts';
 import type { RunnerKinds } from '../delegation/runners/kinds.ts';
 import { encode, subjects, type Assign, type AssignReply, type Drop, type Heartbeat, type SpawnRequest } from './protocol.ts';
 import { assignSchema, controlRequestSchema, dropSchema, guarded, inboundSchema, parse, spawnReplySchema, tryParse } from './messages.ts';

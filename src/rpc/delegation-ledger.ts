@@ -8,7 +8,7 @@
 // far more than its line here. Of the finished delegations, the MAX_FINISHED_PER_SESSION most
 // recently finished are kept per session; a session that closes, or a generation that is reset,
 // drops its lines at once.
-import type { CompletionEntry, Owner } from '../delegation/types.ts';
+import type { CompletionEntry, Owner } from '../types.ts';
 
 interface DelegationRecord {
   readonly generation: number;

@@ -1,5 +1,5 @@
 // One info line per child lifecycle step, with ids only: never a goal, a text, a steer or a key.
-import type { Owner } from '../delegation/types.ts';
+import type { Owner } from '../types.ts';
 import type { Logger } from '../log.ts';
 
 export function logLifecycle(logger: Logger, event: Record<string, unknown> & { type: string }, owner: Owner | undefined): void {

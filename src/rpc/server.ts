@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../clock.ts';
 import { openaiKind, type OpenAIRunnerConfig } from '../agent/runner.ts';
-import type { Runner } from '../delegation/types.ts';
+import type { Runner } from '../types.ts';
 import { TAIL_WINDOW_BYTES } from '../child/transcript.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds, type IdMaker } from '../ids.ts';

@@ -9,7 +9,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { IdMaker } from '../ids.ts';
-import type { Scope } from '../delegation/types.ts';
+import type { Scope } from '../types.ts';
 import { notOwned } from './errors.ts';
 import { ReplayRing, type ReplayLimits } from './replay-ring.ts';
 

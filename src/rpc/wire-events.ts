@@ -11,7 +11,7 @@
 //   entry.tokens.input / .output          input_tokens / output_tokens
 //   entry.tool_trace                      tool_trace
 //   entry.task_index, subagent_id, model  (already in the identity: task_index, subagent_id, model)
-import type { CompletionEntry } from '../delegation/types.ts';
+import type { CompletionEntry } from '../types.ts';
 
 type Payload = Record<string, unknown>;
 

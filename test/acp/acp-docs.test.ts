@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { extensionCall, EXTENSION_METHODS } from '../../src/acp/extensions.ts';
 import * as u from '../../src/acp/updates.ts';
 import { completionEntrySchema, paramsSchemas, resultSchemas, type MethodName } from '../../src/contract/wire.ts';
-import type { CompletionEntry } from '../../src/delegation/types.ts';
+import type { CompletionEntry } from '../../src/types.ts';
 import { RpcCode } from '../../src/rpc/errors.ts';
 import {
   zCancelNotification,

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SessionUpdate } from '@agentclientprotocol/sdk/unstable';
 import { RpcLink, type RpcEvent } from '../../src/acp/rpc-link.ts';
 import { AcpSession } from '../../src/acp/session.ts';
-import type { Runner } from '../../src/delegation/types.ts';
+import type { Runner } from '../../src/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import { RpcServer } from '../../src/rpc/server.ts';
 import { FakeModel } from '../helpers/fake-model.ts';

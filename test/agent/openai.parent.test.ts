@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { STEER_CLOSE, STEER_OPEN } from '../../src/agent/steer-marker.ts';
-import type { CompletionEntry } from '../../src/delegation/types.ts';
+import type { CompletionEntry } from '../../src/types.ts';
 import { RpcCode } from '../../src/rpc/errors.ts';
 import { wireEventSchema } from '../../src/contract/wire.ts';
 import { wireEntry } from '../helpers/wire-entry.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildCompletionEntry, type EntryInput } from '../../src/delegation/completion.ts';
-import { FINAL_STATUSES, type FinalStatus } from '../../src/delegation/types.ts';
+import { FINAL_STATUSES, type FinalStatus } from '../../src/types.ts';
 
 const base = {
   task_index: 2,

@@ -18,7 +18,7 @@
 import { fc } from '@fast-check/vitest';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import type * as Steering from '../../src/child/steering.ts';
-import type { Steer } from '../../src/delegation/types.ts';
+import type { Steer } from '../../src/types.ts';
 import { RaceRun, StepClock, checkScenario, exploreAll, runScheduled, scenarioArb, type Scenario, type YieldTo } from '../helpers/race-harness.ts';
 
 type CanaryMode = 'real' | 'snapshot-before-yield' | 'forget-taken' | 'lifo';

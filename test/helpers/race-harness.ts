@@ -14,7 +14,7 @@ import { z } from 'zod';
 import type { Clock } from '../../src/clock.ts';
 import { defineRunnerKind } from '../../src/delegation/runners/kinds.ts';
 import type { Step } from '../../src/delegation/runners/scripted.ts';
-import type { CompletionEntry, DelegationHandle, RunOutcome, Runner, RunnerContext, Steer, TaskSpec } from '../../src/delegation/types.ts';
+import type { CompletionEntry, DelegationHandle, RunOutcome, Runner, RunnerContext, Steer, TaskSpec } from '../../src/types.ts';
 import type { IdMaker } from '../../src/ids.ts';
 import type { InterruptResult, SteerResult, TailResult } from '../../src/registry/registry.ts';
 import { createRuntime, type Runtime } from '../../src/delegation/runtime.ts';

@@ -8,7 +8,7 @@
 // fail and its queue drained at a chosen point; over a real listener on 127.0.0.1 for HTTP, and
 // an in-memory JSON-RPC connection.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunOutcome, Runner, RunnerContext } from '../../src/delegation/types.ts';
+import type { RunOutcome, Runner, RunnerContext } from '../../src/types.ts';
 import { createHttpApi } from '../../src/http/api.ts';
 import { silentLogger } from '../../src/log.ts';
 import { RpcCode } from '../../src/rpc/errors.ts';

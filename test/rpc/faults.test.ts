@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineRunnerKind } from '../../src/delegation/runners/kinds.ts';
-import type { RunOutcome, Runner, RunnerContext } from '../../src/delegation/types.ts';
+import type { RunOutcome, Runner, RunnerContext } from '../../src/types.ts';
 import { ErrorCode, isSubrunError } from '../../src/errors.ts';
 import { counterIds } from '../../src/ids.ts';
 import { silentLogger } from '../../src/log.ts';

@@ -8,7 +8,7 @@
 // (bench/cases/session-churn.ts).
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { RunOutcome, Runner, RunnerContext } from '../../src/delegation/types.ts';
+import type { RunOutcome, Runner, RunnerContext } from '../../src/types.ts';
 import { defineRunnerKind } from '../../src/delegation/runners/kinds.ts';
 import { RpcServer, type ServerOptions } from '../../src/rpc/server.ts';
 import { stillReachable } from '../helpers/gc.ts';

@@ -1,7 +1,7 @@
 // Runner kinds: how a plain-JSON agent spec (`{kind, ...}`) becomes a Runner. The wire names
 // runners this way; library users may register their own kinds.
 import type { z } from 'zod';
-import type { Runner } from '../types.ts';
+import type { Runner } from '../../types.ts';
 import { scripted, scriptedAgentSchema } from './scripted.ts';
 
 export interface RunnerKind {

@@ -3,7 +3,7 @@
 // No other step delivers, so every steer race of the protocol is reproducible from a script.
 import { z } from 'zod';
 import { isSubrunError } from '../../errors.ts';
-import type { RunOutcome, Runner, RunnerContext, TaskSpec } from '../types.ts';
+import type { RunOutcome, Runner, RunnerContext, TaskSpec } from '../../types.ts';
 
 const text = z.string();
 const ms = z.number().int().nonnegative();

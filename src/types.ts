@@ -10,9 +10,9 @@ import {
   type Snapshot,
   type Tokens,
   type WireSteerResult,
-} from '../contract/wire.ts';
+} from './contract/wire.ts';
 
-export type { ChildStatus, CompletionEntry, FinalStatus, InterruptResult, Snapshot, TailResult, Tokens, ToolTraceItem } from '../contract/wire.ts';
+export type { ChildStatus, CompletionEntry, FinalStatus, InterruptResult, Snapshot, TailResult, Tokens, ToolTraceItem } from './contract/wire.ts';
 
 export const FINAL_STATUSES: readonly FinalStatus[] = finalStatusSchema.options;
 
