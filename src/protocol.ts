@@ -4,6 +4,6 @@
 import catalog from './contract/catalog.json' with { type: 'json' };
 
 export * from './contract/wire.ts';
-export { RpcCode, RpcError } from './rpc/errors.ts';
+export { RpcCode, RpcError } from './server/errors.ts';
 /** Every method and event name the server answers and sends, sorted. */
 export const CATALOG: { readonly methods: readonly string[]; readonly events: readonly string[] } = catalog;

@@ -1,7 +1,12 @@
-// subrun/server: the JSON-RPC server for hosts, to embed in a process of your own: the server
-// over one runtime, and the stdio and WebSocket transports it serves on.
-export { RpcServer, METHODS, CATALOG, PROTOCOL_VERSION } from './rpc/server.ts';
-export type { ServerOptions } from './rpc/server.ts';
+// subrun/server: the JSON-RPC server for hosts, to embed in a process of your own, with subrun's
+// model loop wired in (the composition of src/server/ and src/agent/), and its transports.
+import { ParentAgent } from './agent/parent-agent.ts';
+import { openaiKind, type OpenAIRunnerConfig } from './agent/runner.ts';
+import { workspaceTools } from './agent/tools/workspace.ts';
+import { RpcServer as BareRpcServer, type ServerOptions as BareServerOptions } from './rpc/server.ts';
+
+export { METHODS, CATALOG, PROTOCOL_VERSION } from './rpc/server.ts';
+export type { EventSink } from './rpc/server.ts';
 export type { Connection } from './rpc/connection.ts';
 export { stdioTransport } from './rpc/transports/stdio.ts';
 export type { StdioOptions } from './rpc/transports/stdio.ts';
@@ -10,3 +15,42 @@ export type { WsOptions, WsListener } from './rpc/transports/ws.ts';
 export type { Transport } from './rpc/transports/transport.ts';
 export { memoryPair } from './rpc/transports/memory.ts';
 export type { MemoryClient } from './rpc/transports/memory.ts';
+export type { ParentFactory, SessionParent } from './server/context.ts';
+
+export interface ServerOptions extends BareServerOptions {
+  /**
+   * The model behind `agent: {kind: "openai"}` children and the sessions' parent agents; a session
+   * opened in a workspace (ACP) gets the workspace tools rooted there.
+   */
+  readonly openai?: OpenAIRunnerConfig;
+}
+
+/** The options of a server with the model loop: the openai runner kind and a parent agent per session. */
+export function withModel(options: ServerOptions): BareServerOptions {
+  const { openai, ...rest } = options;
+  return {
+    ...rest,
+    model: rest.model ?? openai?.endpoint.model ?? '',
+    // The caller's kinds win (a remote placement wraps openai too); openai by default.
+    runtime: { ...rest.runtime, runner_kinds: { openai: openaiKind(openai), ...rest.runtime?.runner_kinds } },
+    parent:
+      rest.parent ??
+      ((ctx) =>
+        new ParentAgent({
+          runtime: ctx.runtime,
+          config: openai && ctx.workspace !== undefined ? { ...openai, tools: workspaceTools(ctx.workspace) } : openai,
+          ids: ctx.ids,
+          logger: ctx.logger,
+          clock: ctx.clock,
+          owner: ctx.owner,
+          emit: ctx.emit,
+        })),
+  };
+}
+
+/** The JSON-RPC server with subrun's model loop (src/rpc/server.ts has the one without). */
+export class RpcServer extends BareRpcServer {
+  constructor(options: ServerOptions = {}) {
+    super(withModel(options));
+  }
+}

@@ -7,7 +7,6 @@ import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, sep } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { AgentConnection, AnyMessage, SessionUpdate } from '@agentclientprotocol/sdk/unstable';
-import type { OpenAIRunnerConfig } from '../agent/runner.ts';
 import type { Logger } from '../log.ts';
 import type { RpcServer } from '../rpc/server.ts';
 import { SERVER_NAME, VERSION } from '../version.ts';
@@ -21,8 +20,8 @@ export interface AcpAgentOptions {
   readonly server: RpcServer;
   /** Directories a session's cwd must lie in (real paths). */
   readonly roots: readonly string[];
-  /** The model configuration of a session opened in `cwd` (its tools rooted there); none: no model. */
-  readonly modelFor?: (cwd: string) => OpenAIRunnerConfig;
+  /** Tell the server each session's directory, so its parent agent's tools are rooted there. */
+  readonly workspaces?: boolean;
   readonly logger: Logger;
 }
 
@@ -186,8 +185,7 @@ export class AcpAgent {
         guard(async () => {
           const cwd = await this.#checkedCwd(params.cwd);
           const { session_id } = await this.#link.call<{ session_id: string }>('session.create', {});
-          const model = this.#opts.modelFor?.(cwd);
-          if (model) this.#opts.server.setSessionModel(session_id, model);
+          if (this.#opts.workspaces === true) this.#opts.server.setSessionWorkspace(session_id, cwd);
           this.#sessions.set(session_id, new AcpSession(session_id, this.#visible, this.#link, (id, up) => this.#send(id, up), log));
           log.info({ session_id }, 'acp session created');
           return { sessionId: session_id };

@@ -4,7 +4,7 @@
 // are, a stack never.
 import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { Logger } from '../log.ts';
-import { RpcError } from '../rpc/errors.ts';
+import { RpcError } from '../server/errors.ts';
 
 export function toRequestError(err: unknown, logger: Logger): acp.RequestError {
   if (err instanceof acp.RequestError) return err;

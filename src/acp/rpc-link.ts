@@ -2,7 +2,7 @@
 // adapter makes for an IDE goes through the same dispatch, authority checks (the session's slot
 // and generation), limits and error codes as a host's call, and the sessions' events reach it as
 // they reach any host. The adapter translates; the server decides.
-import { RpcCode, RpcError } from '../rpc/errors.ts';
+import { RpcCode, RpcError } from '../server/errors.ts';
 import type { RpcServer } from '../rpc/server.ts';
 import { memoryPair, type MemoryClient } from '../rpc/transports/memory.ts';
 

@@ -6,7 +6,7 @@
 // here, as ACP has it for a session that is over (a cancel on it goes nowhere). Every control action goes to the server
 // as a JSON-RPC call, where authority, generations and limits apply as for any host.
 import { RequestError, type PromptResponse, type SessionUpdate, type StopReason } from '@agentclientprotocol/sdk/unstable';
-import { entryFromWire } from '../rpc/wire-events.ts';
+import { entryFromWire } from '../server/wire-events.ts';
 import type { Logger } from '../log.ts';
 import type { RpcEvent, RpcLink } from './rpc-link.ts';
 import * as u from './updates.ts';

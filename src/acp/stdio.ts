@@ -7,7 +7,6 @@
 // completions translated and sent), and only then does the SDK see the end of the input and
 // close. Each wait is bounded by the shutdown grace.
 import type { Readable, Writable } from 'node:stream';
-import type { OpenAIRunnerConfig } from '../agent/runner.ts';
 import type { Logger } from '../log.ts';
 import type { RpcServer } from '../rpc/server.ts';
 import { AcpAgent } from './agent.ts';
@@ -18,7 +17,8 @@ export interface AcpStdioOptions {
   readonly input: Readable;
   readonly output: Writable;
   readonly roots: readonly string[];
-  readonly modelFor?: (cwd: string) => OpenAIRunnerConfig;
+  /** Root each session's parent agent tools at its cwd (see AcpAgent). */
+  readonly workspaces?: boolean;
   readonly logger: Logger;
   /** The end of the input: starts the shutdown (resolves when it is done). */
   readonly onInputEnd: () => Promise<void>;
@@ -45,7 +45,7 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 }
 
 export function acpStdio(opts: AcpStdioOptions): AcpStdio {
-  const agent = new AcpAgent({ server: opts.server, roots: opts.roots, modelFor: opts.modelFor, logger: opts.logger });
+  const agent = new AcpAgent({ server: opts.server, roots: opts.roots, workspaces: opts.workspaces, logger: opts.logger });
   const wire: StdioWire = stdioWire({ input: opts.input, output: opts.output, tap: (m) => agent.tap(m), onAnswer: (id) => agent.answered(id), onInputEnd: opts.onInputEnd });
   const conn = agent.connect(wire);
   const flushed = async () => {

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createHttpApi } from '../http/api.ts';
 import { createLogger } from '../log.ts';
-import { RpcServer } from '../rpc/server.ts';
+import { RpcServer } from '../server.ts';
 import { listenWs } from '../rpc/transports/ws.ts';
 import type { CompletionEntry } from '../types.ts';
 import { STORY_STEERS, storyTasks } from './demo-story.ts';

@@ -11,7 +11,6 @@ import { realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve as resolvePath } from 'node:path';
 import type { AcpStdio } from '../acp/stdio.ts';
-import { workspaceTools } from '../agent/tools/workspace.ts';
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiKind, openaiRunner } from '../agent/runner.ts';
 import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
@@ -20,7 +19,7 @@ import type { Placement } from '../remote/placement.ts';
 import { createLogger } from '../log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../rpc/reply-budget.ts';
-import { RpcServer } from '../rpc/server.ts';
+import { RpcServer } from '../server.ts';
 import { stdioTransport, type StdioTransport } from '../rpc/transports/stdio.ts';
 import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/transports/ws.ts';
 import { createHttpApi } from '../http/api.ts';
@@ -182,7 +181,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
         input: process.stdin,
         output: process.stdout,
         roots,
-        modelFor: openai ? (cwd) => ({ ...openai, tools: workspaceTools(cwd) }) : undefined,
+        workspaces: openai !== undefined,
         logger,
         onInputEnd: () => stop('stdin closed').then(resolve),
       });

@@ -6,10 +6,10 @@
 // 413, 400), then the method's own checks, whose errors are the JSON-RPC ones mapped to statuses.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log.ts';
-import { RpcCode, RpcError } from '../rpc/errors.ts';
-import type { RpcServer } from '../rpc/server.ts';
-import { TokenCheck } from '../rpc/transports/auth.ts';
-import type { ListenerContext, RequestHandler } from '../rpc/transports/ws.ts';
+import { RpcCode, RpcError } from '../server/errors.ts';
+import type { ServerHub } from '../server/hub.ts';
+import { TokenCheck } from '../server/auth.ts';
+import type { ListenerContext, RequestHandler } from '../server/listener.ts';
 import { VERSION } from '../version.ts';
 import { readBody } from './body.ts';
 import { errorAnswer, HttpCode, httpError, notFound, send, type Answer } from './respond.ts';
@@ -34,7 +34,7 @@ export interface HttpApi {
 
 const WRITES = new Set(['POST', 'DELETE', 'PUT', 'PATCH']);
 
-export function createHttpApi(server: RpcServer, opts: HttpApiOptions): HttpApi {
+export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi {
   const check = new TokenCheck(opts.token);
   const maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
   const sse = new SseHub(server, opts.logger, { ...opts.sse, max_outbound_bytes: maxOut });
@@ -45,7 +45,7 @@ export function createHttpApi(server: RpcServer, opts: HttpApiOptions): HttpApi 
     server,
     sse,
     max_outbound_bytes: maxOut,
-    features: () => ({ sse: true, resume: true, idempotency: true, session_idle: true, single_user: server.state.single_user, dashboard }),
+    features: () => ({ sse: true, resume: true, idempotency: true, session_idle: true, single_user: server.services.single_user, dashboard }),
   });
 
   const api = async (req: IncomingMessage, res: ServerResponse, ctx: ListenerContext, url: URL): Promise<Answer | 'streamed'> => {

@@ -1,7 +1,7 @@
 // A request body: JSON only (415 otherwise), at most the server's message limit (413), an object
 // (400 otherwise). No body at all is `{}`.
 import type { IncomingMessage } from 'node:http';
-import { RpcCode } from '../rpc/errors.ts';
+import { RpcCode } from '../server/errors.ts';
 import { httpError, type Answer } from './respond.ts';
 
 export type Body = { readonly ok: true; readonly value: Record<string, unknown> } | { readonly ok: false; readonly answer: Answer };

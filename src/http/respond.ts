@@ -1,8 +1,8 @@
 // Answers of the HTTP API: JSON bodies, and the one error shape `{error: {code, message, data?}}`
 // with the JSON-RPC code, mapped to an HTTP status here and nowhere else.
 import type { ServerResponse } from 'node:http';
-import { RpcCode, RpcError } from '../rpc/errors.ts';
-import { JsonText } from '../rpc/json-text.ts';
+import { RpcCode, RpcError } from '../server/errors.ts';
+import { JsonText } from '../server/json-text.ts';
 
 /** HTTP-only refusals, with the JSON-RPC code that fits each. */
 export const HttpCode = {

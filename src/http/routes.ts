@@ -1,16 +1,19 @@
 // The resources of /v1/: each one a translation of a JSON-RPC method, run through the server's own
-// dispatch (RpcServer#invoke) as a call from a transport attached to the session for this one
+// dispatch (ServerHub#invoke) as a call from a transport attached to the session for this one
 // request. So authority, limits, errors and idempotency are the JSON-RPC ones; only the framing
 // and the status codes are HTTP's. A request names its session in the path and proves it with the
 // session key; anything not the caller's is the same 404.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { RpcCode, RpcError } from '../rpc/errors.ts';
-import { IDEMPOTENCY_TTL_MS, MAX_KEPT_BYTES_PER_SESSION, MAX_KEYS_PER_SESSION } from '../rpc/idempotency.ts';
-import type { Keyed } from '../rpc/idempotency.ts';
-import type { RpcServer } from '../rpc/server.ts';
-import type { Session } from '../rpc/sessions.ts';
-import type { ListenerContext } from '../rpc/transports/ws.ts';
-import { PROTOCOL_VERSION } from '../contract/wire.ts';
+import { RpcCode, RpcError } from '../server/errors.ts';
+import { IDEMPOTENCY_TTL_MS, MAX_KEPT_BYTES_PER_SESSION, MAX_KEYS_PER_SESSION } from '../server/idempotency.ts';
+import type { Keyed } from '../server/idempotency.ts';
+import type { ServerHub } from '../server/hub.ts';
+import type { Session } from '../server/sessions.ts';
+import type { ListenerContext } from '../server/listener.ts';
+import type { MethodName } from '../contract/methods.ts';
+import { PROTOCOL_VERSION } from '../contract/entities.ts';
+import { JsonText } from '../server/json-text.ts';
+import { settle, type HandledOf, type SettledOf } from '../server/methods/table.ts';
 import { SERVER_NAME, VERSION } from '../version.ts';
 import { answer, errorAnswer, HttpCode, httpError, notFound, type Answer } from './respond.ts';
 import { cursorOf, type SseHub } from './sse.ts';
@@ -36,7 +39,7 @@ export interface Route {
 }
 
 export interface RouteDeps {
-  readonly server: RpcServer;
+  readonly server: ServerHub;
   readonly sse: SseHub;
   readonly features: () => Record<string, boolean>;
   readonly max_outbound_bytes: number;
@@ -62,6 +65,14 @@ const boolQuery = (url: URL, name: string): boolean | undefined | 'bad' => {
   return 'bad';
 };
 
+/** A path parameter of the matched route ('' if the route has none of that name: nothing matches it). */
+const param = (call: Call, name: 'sid' | 'cid' | 'did'): string => call.params[name] ?? '';
+
+/** A settled answer as the value it holds (a handler's own JSON text parsed back). */
+function valueOf<T>(v: T | JsonText<T>): T {
+  return v instanceof JsonText ? v.parse() : v;
+}
+
 const badQuery = (name: string, message: string): Answer =>
   httpError(RpcCode.InvalidParams, `invalid params: ${name}: ${message}`, undefined, { issues: [{ path: name, message }] });
 
@@ -75,7 +86,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
    * else is attached: each request renews its park time.
    */
   const within = <T>(call: Call, fn: (transport: string, session: Session) => T): T => {
-    const sid = call.params.sid as string;
+    const sid = param(call, 'sid');
     const transport = server.transientId();
     const session = server.sessions.rebind(sid, keyOf(call), transport);
     try {
@@ -90,13 +101,13 @@ export function buildRoutes(deps: RouteDeps): Route[] {
    * on a remote worker answers once the steer is committed), and every answer is shaped from the
    * value, never from the promise. The session stays attached until the answer is there.
    */
-  const invoke = async (call: Call, method: string, params: Record<string, unknown>): Promise<{ keyed: Keyed; session: Session }> => {
-    const sid = call.params.sid as string;
+  const invoke = async <M extends MethodName>(call: Call, method: M, params: Record<string, unknown>): Promise<{ keyed: Keyed<SettledOf<M>>; session: Session }> => {
+    const sid = param(call, 'sid');
     const transport = server.transientId();
     const session = server.sessions.rebind(sid, keyOf(call), transport);
     try {
       const keyed = server.invoke(method, { ...params, session_id: session.session_id }, transport);
-      return { keyed: { value: await keyed.value, replayed: keyed.replayed }, session };
+      return { keyed: { value: await settle<M>(keyed.value), replayed: keyed.replayed }, session };
     } finally {
       if (server.sessions.get(sid)?.slot.has(transport)) server.sessions.detach(sid, transport);
     }
@@ -107,18 +118,22 @@ export function buildRoutes(deps: RouteDeps): Route[] {
 
   /** The status of a first answer, kept with it, so a replay maps to the very same status. */
   const statusOfValue = new WeakMap<object, Answer>();
-  const keyedAnswer = (keyed: Keyed, first: () => Answer): Answer => {
-    const value = keyed.value as object;
-    let a = statusOfValue.get(value);
-    if (!a) statusOfValue.set(value, (a = first()));
+  const keyedAnswer = (keyed: Keyed<object>, first: () => Answer): Answer => {
+    let a = statusOfValue.get(keyed.value);
+    if (!a) statusOfValue.set(keyed.value, (a = first()));
     return keyed.replayed ? { ...a, headers: { ...a.headers, 'Idempotency-Replayed': 'true' } } : a;
   };
   /** Domain errors of a keyed call are kept too; a replayed one says so. */
-  const keyedCall = async (call: Call, method: string, params: Record<string, unknown>, map: (keyed: Keyed, session: Session) => Answer): Promise<Answer> => {
+  const keyedCall = async <M extends MethodName>(
+    call: Call,
+    method: M,
+    params: Record<string, unknown>,
+    map: (keyed: Keyed<HandledOf<M>>, session: Session) => Answer,
+  ): Promise<Answer> => {
     const key = idempotencyKeyOf(call);
     try {
       const { keyed, session } = await invoke(call, method, key === undefined ? params : { ...params, idempotency_key: key });
-      return map(keyed, session);
+      return map({ value: valueOf(keyed.value), replayed: keyed.replayed }, session);
     } catch (err) {
       if (!(err instanceof RpcError)) throw err;
       const replayed = key !== undefined && replayedErrors.has(err);
@@ -128,12 +143,12 @@ export function buildRoutes(deps: RouteDeps): Route[] {
   };
   const replayedErrors = new WeakSet<RpcError>();
 
-  const plain = async (call: Call, method: string, params: Record<string, unknown>, status = 200): Promise<Answer> => {
+  const plain = async <M extends MethodName>(call: Call, method: M, params: Record<string, unknown>, status = 200): Promise<Answer> => {
     const { keyed } = await invoke(call, method, params);
     return answer(status, keyed.value);
   };
 
-  const cid = (call: Call) => call.params.cid as string;
+  const cid = (call: Call) => param(call, 'cid');
 
   const waitForDelegation = (call: Call, did: string, seconds: number): Promise<Answer> =>
     new Promise((resolvePromise) => {
@@ -193,15 +208,14 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         POST: async (call) => {
           const transport = server.transientId();
           // No HTTP request stays connected: close_on_disconnect would close the session at once.
-          const value = await server.invoke('session.create', { ...call.body, close_on_disconnect: undefined }, transport).value;
-          const created = value as { session_id: string };
+          const value = await settle<'session.create'>(server.invoke('session.create', { ...call.body, close_on_disconnect: undefined }, transport).value);
           // Not attached to anything yet: parked until a stream attaches or the next request.
-          server.sessions.detach(created.session_id, transport);
+          server.sessions.detach(valueOf(value).session_id, transport);
           return answer(201, value);
         },
         // The token owns every session in single-user mode (hermes' model), so it may list them.
         GET: () =>
-          server.state.single_user ? answer(200, { sessions: server.sessions.all().map(sessionView) }) : httpError(HttpCode.Forbidden, 'listing sessions needs --single-user'),
+          server.services.single_user ? answer(200, { sessions: server.sessions.all().map(sessionView) }) : httpError(HttpCode.Forbidden, 'listing sessions needs --single-user'),
       },
     },
     {
@@ -230,13 +244,14 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       path: ['v1', 'sessions', ':sid', 'delegations', ':did'],
       methods: {
         GET: async (call) => {
-          const did = call.params.did as string;
-          const first = await plain(call, 'delegation.result', { delegation_id: did });
+          const did = param(call, 'did');
+          const { keyed } = await invoke(call, 'delegation.result', { delegation_id: did });
+          const first = answer(200, keyed.value);
           const raw = call.url.searchParams.get('wait');
           if (raw === null) return first;
           const seconds = Number(raw);
           if (raw.trim() === '' || !Number.isFinite(seconds) || seconds < 0) return badQuery('wait', 'expected a number of seconds >= 0');
-          if ((first.body as { done: boolean }).done || seconds === 0) return first;
+          if (valueOf(keyed.value).done || seconds === 0) return first;
           return waitForDelegation(call, did, Math.min(seconds, MAX_WAIT_SECONDS));
         },
       },
@@ -268,7 +283,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
           const raw = call.url.searchParams.get('since');
           if (raw !== null && !/^\d{1,15}$/.test(raw)) return badQuery('since', 'expected an integer >= 0');
           const { keyed, session } = await invoke(call, 'subagent.tail', { subagent_id: cid(call), ...(raw === null ? {} : { since: Number(raw) }) });
-          const tail = keyed.value as { available: boolean };
+          const tail = valueOf(keyed.value);
           // `seq`: the session's latest event this window reflects (an SSE consumer joins there).
           return tail.available ? answer(200, { ...tail, seq: session.seq }) : notFound();
         },
@@ -278,13 +293,13 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       path: ['v1', 'sessions', ':sid', 'subagents', ':cid', 'steer'],
       methods: {
         POST: (call) =>
-          keyedCall(call, 'subagent.steer', { subagent_id: cid(call), text: call.body.text }, (keyed, session) =>
+          keyedCall(call, 'subagent.steer', { subagent_id: cid(call), text: call.body.text }, (keyed) =>
             keyedAnswer(keyed, () => {
-              const r = keyed.value as { status: string };
+              const r = keyed.value;
               if (r.status === 'queued') return answer(202, r);
               // Rejected: the caller's own child that no longer takes steers is a conflict; any
               // other child is not the caller's to know about.
-              return visible(session, cid(call)) ? httpError(RpcCode.NotAcceptingSteer, 'not accepting steer') : notFound();
+              return r.reason === 'not_found' ? notFound() : httpError(RpcCode.NotAcceptingSteer, 'not accepting steer');
             }),
           ),
       },
@@ -294,7 +309,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       methods: {
         POST: (call) =>
           keyedCall(call, 'subagent.interrupt', { subagent_id: cid(call) }, (keyed, session) =>
-            keyedAnswer(keyed, () => ((keyed.value as { found: boolean }).found || visible(session, cid(call)) ? answer(200, keyed.value) : notFound())),
+            keyedAnswer(keyed, () => (keyed.value.found || visible(session, cid(call)) ? answer(200, keyed.value) : notFound())),
           ),
       },
     },
@@ -304,7 +319,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         GET: (call) => {
           const cursor = cursorOf(call.req, call.url.searchParams);
           if (Number.isNaN(cursor)) return badQuery('last_event_id', 'expected an integer >= 0');
-          return sse.open(call.res, call.ctx, call.params.sid as string, keyOf(call), cursor) ? 'streamed' : notFound();
+          return sse.open(call.res, call.ctx, param(call, 'sid'), keyOf(call), cursor) ? 'streamed' : notFound();
         },
       },
     },
@@ -316,9 +331,8 @@ export function match(routes: readonly Route[], segments: readonly string[]): { 
   outer: for (const route of routes) {
     if (route.path.length !== segments.length) continue;
     const params: Record<string, string> = {};
-    for (let i = 0; i < segments.length; i++) {
-      const p = route.path[i] as string;
-      const s = segments[i] as string;
+    for (const [i, p] of route.path.entries()) {
+      const s = segments[i] ?? '';
       if (p.startsWith(':')) {
         if (s === '') continue outer;
         params[p.slice(1)] = s;

@@ -8,9 +8,9 @@
 // A consumer that stops reading is dropped at the WebSocket's outbound bound. One keep-alive timer
 // serves every stream (a comment line), so an idle stream costs no timer of its own.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { EventSink, RpcServer } from '../rpc/server.ts';
+import type { EventSink, ServerHub } from '../server/hub.ts';
 import type { Logger } from '../log.ts';
-import type { ListenerContext } from '../rpc/transports/ws.ts';
+import type { ListenerContext } from '../server/listener.ts';
 
 export interface SseOptions {
   /** A comment line this often keeps proxies from closing an idle stream. Default 15 s. */
@@ -91,7 +91,7 @@ export function cursorOf(req: IncomingMessage, query: URLSearchParams): number |
 }
 
 export class SseHub {
-  readonly #server: RpcServer;
+  readonly #server: ServerHub;
   readonly #logger: Logger;
   readonly #keepalive: number;
   readonly #maxOut: number;
@@ -99,7 +99,7 @@ export class SseHub {
   readonly #streams = new Set<Stream>();
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(server: RpcServer, logger: Logger, opts: SseOptions = {}) {
+  constructor(server: ServerHub, logger: Logger, opts: SseOptions = {}) {
     this.#server = server;
     this.#logger = logger;
     this.#keepalive = opts.keepalive_ms ?? 15_000;
@@ -163,7 +163,7 @@ export interface FrameSink extends EventSink {
  * the key is wrong (nothing written). Nothing in here yields, so no event can fall between what it
  * writes and the live events that follow.
  */
-export function subscribe(server: RpcServer, session_id: string, session_key: unknown, cursor: number | undefined, sink: FrameSink, start: () => void = () => undefined): string | undefined {
+export function subscribe(server: ServerHub, session_id: string, session_key: unknown, cursor: number | undefined, sink: FrameSink, start: () => void = () => undefined): string | undefined {
   let attached;
   try {
     attached = server.attachSink(session_id, session_key, sink);

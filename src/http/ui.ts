@@ -6,8 +6,8 @@ import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AUTH_COOKIE, cookieValue, type TokenCheck } from '../rpc/transports/auth.ts';
-import { RpcCode } from '../rpc/errors.ts';
+import { AUTH_COOKIE, cookieValue, type TokenCheck } from '../server/auth.ts';
+import { RpcCode } from '../server/errors.ts';
 import { HttpCode, httpError, notFound, send, type Answer } from './respond.ts';
 
 /** Where the dashboard's files are, from src/http/ and from the build's dist/http/ alike. */

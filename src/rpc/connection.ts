@@ -14,10 +14,10 @@
 // the process (and every session) or stop an event from reaching the rest of its slot. A failure
 // there is logged (type and message only) and costs that one message on this connection at worst.
 import type { Logger } from '../log.ts';
-import type { CallContext, MethodDef, ServerLimits, ServerState } from './context.ts';
-import { RpcCode, RpcError, toRpcError } from './errors.ts';
+import type { CallContext, ServerLimits, Services } from '../server/context.ts';
+import { RpcCode, RpcError, toRpcError } from '../server/errors.ts';
 import { errorResponse, isResponse, parseMessage, resultResponse, type Call, type Item, type Response } from './jsonrpc.ts';
-import { JsonText } from './json-text.ts';
+import { JsonText } from '../server/json-text.ts';
 import { DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, fitsAlone, isStringLimit, ReplyBudget, TOO_LARGE, tooLargeError, tooLargeText } from './reply-budget.ts';
 import type { Transport } from './transports/transport.ts';
 
@@ -29,10 +29,15 @@ const DEFAULT_MESSAGE_LIMITS: MessageLimits = { max_batch: DEFAULT_MAX_BATCH, ma
 
 type Reply = Response | null | Promise<Response | null>;
 
+/** What the connection needs of a method: run it as JSON-RPC answers it (server/methods/define.ts). */
+export interface RpcMethod {
+  call(params: Record<string, unknown>, ctx: CallContext): unknown;
+}
+
 export class Connection {
   readonly id: string;
+  readonly #methods: ReadonlyMap<string, RpcMethod>;
   readonly #transport: Transport;
-  readonly #methods: ReadonlyMap<string, MethodDef>;
   readonly #logger: Logger;
   /** The same for every call on this connection: made once, not per request. */
   readonly #ctx: CallContext;
@@ -47,8 +52,8 @@ export class Connection {
   constructor(
     id: string,
     transport: Transport,
-    methods: ReadonlyMap<string, MethodDef>,
-    server: ServerState,
+    methods: ReadonlyMap<string, RpcMethod>,
+    services: Services,
     logger: Logger,
     onClose: () => void,
     limits: MessageLimits = DEFAULT_MESSAGE_LIMITS,
@@ -56,7 +61,7 @@ export class Connection {
     this.id = id;
     this.#transport = transport;
     this.#methods = methods;
-    this.#ctx = { server, transport: id };
+    this.#ctx = { services, transport: id };
     this.#maxBatch = limits.max_batch;
     this.#maxReplyBytes = limits.max_reply_bytes;
     this.#logger = logger;
@@ -207,10 +212,8 @@ export class Connection {
     try {
       const method = this.#methods.get(call.method);
       if (!method) throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${call.method.slice(0, 100)}`);
-      // call.params is always an object here (jsonrpc.ts); a method's cheap check, where it has
-      // one, spares the schema's parse (a copy of the object) on the calls hosts poll.
-      const params = method.accepts?.(call.params as Record<string, unknown>) === true ? call.params : method.params.parse(call.params);
-      result = method.handle(params, this.#ctx);
+      // call.params is always an object here (jsonrpc.ts); the method's schema checks the rest.
+      result = method.call(call.params as Record<string, unknown>, this.#ctx);
       // Anything `await` would wait for is waited for (a Promise or any other thenable).
       if ((typeof result === 'object' || typeof result === 'function') && result !== null && typeof (result as { then?: unknown }).then === 'function') {
         return Promise.resolve(result).then(

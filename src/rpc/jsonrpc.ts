@@ -2,7 +2,7 @@
 // follow the spec exactly: an array in, an array out; `[]` is one -32600; an all-notification
 // batch gets no reply; every request gets exactly one response. A batch over the server's
 // max_batch is one -32600 too (as go-ethereum answers one): none of it runs.
-import { RpcCode, RpcError } from './errors.ts';
+import { RpcCode, RpcError } from '../server/errors.ts';
 
 export type RpcId = string | number | null;
 

@@ -6,17 +6,10 @@
 // process. The budget is spent in request order; once a reply does not fit, it and every later
 // reply of the message are replaced by -32001 `response too large`, with the request's id: each
 // request still gets exactly one response, and each call still took its effect.
-import { RpcCode, RpcError } from './errors.ts';
+import { RpcCode, RpcError } from '../server/errors.ts';
 import { errorResponse, type RpcId } from './jsonrpc.ts';
 
-/** Most elements one batch may have, by default (go-ethereum's rule too), and at most. */
-export const DEFAULT_MAX_BATCH = 1000;
-export const MAX_MAX_BATCH = 100_000;
-
-/** Default bound: see docs/protocol.md (framing) for why 32 MiB. */
-export const DEFAULT_MAX_REPLY_BYTES = 32 * 1024 * 1024;
-/** The largest bound allowed: with every replaced reply added, still far under V8's string limit. */
-export const MAX_MAX_REPLY_BYTES = 256 * 1024 * 1024;
+export { DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../server/hub.ts';
 
 /** A reply's JSON text, as #text makes it: or TOO_LARGE when it could not even be built. */
 export const TOO_LARGE = Symbol('too large');

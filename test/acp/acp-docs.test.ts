@@ -10,7 +10,7 @@ import { extensionCall, EXTENSION_METHODS } from '../../src/acp/extensions.ts';
 import * as u from '../../src/acp/updates.ts';
 import { completionEntrySchema, paramsSchemas, resultSchemas, type MethodName } from '../../src/contract/wire.ts';
 import type { CompletionEntry } from '../../src/types.ts';
-import { RpcCode } from '../../src/rpc/errors.ts';
+import { RpcCode } from '../../src/server/errors.ts';
 import {
   zCancelNotification,
   zInitializeRequest,

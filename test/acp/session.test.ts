@@ -7,7 +7,7 @@ import { RpcLink, type RpcEvent } from '../../src/acp/rpc-link.ts';
 import { AcpSession } from '../../src/acp/session.ts';
 import type { Runner } from '../../src/types.ts';
 import { silentLogger } from '../../src/log.ts';
-import { RpcServer } from '../../src/rpc/server.ts';
+import { RpcServer } from '../../src/server.ts';
 import { FakeModel } from '../helpers/fake-model.ts';
 import { deferred } from './harness.ts';
 

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { RpcCode } from '../../src/rpc/errors.ts';
+import { RpcCode } from '../../src/server/errors.ts';
 import { gatewayReadyPayloadSchema, paramsSchemas, resultSchemas, wireEventSchema, type MethodName } from '../../src/contract/wire.ts';
 
 const rpcId = z.union([z.string(), z.number(), z.null()]);

@@ -4,8 +4,8 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/testing/manual-clock.ts';
-import { IdempotencyStore } from '../../src/rpc/idempotency.ts';
-import { RpcCode, RpcError } from '../../src/rpc/errors.ts';
+import { IdempotencyStore } from '../../src/server/idempotency.ts';
+import { RpcCode, RpcError } from '../../src/server/errors.ts';
 import { connectWs, killAll, nextEvent, request } from '../helpers/process.ts';
 import { createSession, framesUntil, nextFrame, openSse, req, scripted, startHttp, type HttpServer, type Session } from './client.ts';
 

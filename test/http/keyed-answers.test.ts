@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RunOutcome, Runner, RunnerContext } from '../../src/types.ts';
 import { createHttpApi } from '../../src/http/api.ts';
 import { silentLogger } from '../../src/log.ts';
-import { RpcCode } from '../../src/rpc/errors.ts';
+import { RpcCode } from '../../src/server/errors.ts';
 import { RpcServer } from '../../src/rpc/server.ts';
 import { listenWs, type WsListener } from '../../src/rpc/transports/ws.ts';
 import { connectMemory, type MemoryEndpoint } from '../helpers/rpc-client.ts';

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
 import type { Connection } from '../../src/rpc/connection.ts';
-import { NOT_OWNED_MESSAGE } from '../../src/rpc/errors.ts';
+import { NOT_OWNED_MESSAGE } from '../../src/server/errors.ts';
 import { RpcServer, type ServerOptions } from '../../src/rpc/server.ts';
 import { listenWs, type WsListener } from '../../src/rpc/transports/ws.ts';
 import { ManualClock } from '../helpers/manual-clock.ts';

@@ -9,11 +9,10 @@ import { PassThrough, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LOG_SERIALIZERS } from '../../src/log.ts';
-import { z } from 'zod';
 import { Connection } from '../../src/rpc/connection.ts';
-import { defineMethod, type ServerState } from '../../src/rpc/context.ts';
-import { RpcCode } from '../../src/rpc/errors.ts';
-import { JsonText } from '../../src/rpc/json-text.ts';
+import type { Services } from '../../src/server/context.ts';
+import { RpcCode } from '../../src/server/errors.ts';
+import { JsonText } from '../../src/server/json-text.ts';
 import { silentLogger } from '../../src/log.ts';
 import { RpcServer, type ServerOptions } from '../../src/rpc/server.ts';
 import { ReplyBudget } from '../../src/rpc/reply-budget.ts';
@@ -195,12 +194,12 @@ describe('a result past the longest string V8 can make', () => {
     pair.client.onmessage = (text) => inbox.push(JSON.parse(text) as Received);
     const methods = new Map([
       // A handler that builds its own result text (as subagent.list does) past the limit.
-      ['build', defineMethod(z.object({}), () => 'x'.repeat(2 ** 29))],
+      ['build', { call: () => 'x'.repeat(2 ** 29) }],
       // A result text just under the limit, which its reply's envelope takes past it.
-      ['huge', defineMethod(z.object({}), () => new JsonText(`"${'x'.repeat(2 ** 29 - 40)}"`))],
-      ['small', defineMethod(z.object({}), () => ({ ok: true }))],
+      ['huge', { call: () => new JsonText(`"${'x'.repeat(2 ** 29 - 40)}"`) }],
+      ['small', { call: () => ({ ok: true }) }],
     ]);
-    const conn = new Connection('tr_huge', pair.server, methods, {} as ServerState, silentLogger, () => undefined);
+    const conn = new Connection('tr_huge', pair.server, methods, {} as Services, silentLogger, () => undefined);
     conn.start();
     pair.client.send(JSON.stringify(req(1, 'build')));
     tooLarge(1)((await inbox.take(isReply)) as Msg);

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import catalogJson from '../../src/contract/catalog.json' with { type: 'json' };
 import { EVENT_TYPES } from '../../src/contract/wire.ts';
-import { METHODS, RpcServer } from '../../src/rpc/server.ts';
+import { METHODS, RpcServer } from '../../src/server.ts';
 import { defineTool } from '../../src/agent/tools/tool.ts';
 import { callTools, FakeModel, finishChunk, reasoningChunk, textChunk, usageChunk } from '../helpers/fake-model.ts';
 import { connectMemory, isEvent, ok, type RpcTestClient } from '../helpers/rpc-client.ts';

@@ -12,9 +12,9 @@ import { pino } from 'pino';
 import { LOG_SERIALIZERS } from '../../src/log.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Connection } from '../../src/rpc/connection.ts';
-import type { MethodDef, ServerState } from '../../src/rpc/context.ts';
-import { RpcCode, toRpcError } from '../../src/rpc/errors.ts';
-import { paramsSchemas } from '../../src/contract/wire.ts';
+import type { Services } from '../../src/server/context.ts';
+import type { RpcMethod } from '../../src/rpc/connection.ts';
+import { RpcCode, toRpcError } from '../../src/server/errors.ts';
 import { memoryPair } from '../../src/rpc/transports/memory.ts';
 import { connectWs, killAll, nextReply, startStdio, startWsServer, type Msg, type Peer, type Received } from '../helpers/process.ts';
 
@@ -267,17 +267,15 @@ describe('-32603 never leaks a stack', () => {
         },
       }),
     );
-    const boom: MethodDef = {
-      params: paramsSchemas['server.info'],
-      handle: () => {
+    const boom: RpcMethod = { call: () => {
         throw new Error('kaboom: private path /etc/secret');
       },
     };
-    const asyncBoom: MethodDef = { params: paramsSchemas['server.info'], handle: () => Promise.reject(new RangeError('async kaboom')) };
+    const asyncBoom: RpcMethod = { call: () => Promise.reject(new RangeError('async kaboom')) };
     const { server, client } = memoryPair();
     const replies: string[] = [];
     client.onmessage = (t) => replies.push(t);
-    const conn = new Connection('tr_test', server, new Map([['boom', boom], ['async.boom', asyncBoom]]), {} as ServerState, logger, () => undefined);
+    const conn = new Connection('tr_test', server, new Map([['boom', boom], ['async.boom', asyncBoom]]), {} as Services, logger, () => undefined);
     conn.start();
     await conn.handle('{"jsonrpc":"2.0","method":"boom","id":1}');
     await conn.handle('[{"jsonrpc":"2.0","method":"async.boom","id":2},{"jsonrpc":"2.0","method":"boom"}]');

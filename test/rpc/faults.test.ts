@@ -15,8 +15,8 @@ import { counterIds } from '../../src/ids.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { EventEnvelope } from '../../src/registry/events.ts';
 import { Connection } from '../../src/rpc/connection.ts';
-import type { MethodDef, ServerState } from '../../src/rpc/context.ts';
-import { paramsSchemas } from '../../src/contract/wire.ts';
+import type { Services } from '../../src/server/context.ts';
+import type { RpcMethod } from '../../src/rpc/connection.ts';
 import { RpcServer } from '../../src/rpc/server.ts';
 import { memoryPair } from '../../src/rpc/transports/memory.ts';
 import { listenWs } from '../../src/rpc/transports/ws.ts';
@@ -513,8 +513,8 @@ describe('a connection dropped in the middle of a batch', () => {
 describe('exactly one response per request', () => {
   const circular: Record<string, unknown> = {};
   circular.self = circular;
-  const def = (handle: () => unknown): MethodDef => ({ params: paramsSchemas['server.info'], handle });
-  const METHODS = new Map<string, MethodDef>([
+  const def = (call: () => unknown): RpcMethod => ({ call });
+  const METHODS = new Map<string, RpcMethod>([
     ['ok', def(() => ({ fine: true }))],
     ['throws', def(() => {
       throw new Error('sync failure with a /secret/path.ts');
@@ -543,7 +543,7 @@ describe('exactly one response per request', () => {
       if (closed) afterClose += 1;
       texts.push(t);
     };
-    const conn = new Connection('tr_fault', server, METHODS, {} as ServerState, silentLogger, () => undefined);
+    const conn = new Connection('tr_fault', server, METHODS, {} as Services, silentLogger, () => undefined);
     conn.start();
     return {
       conn,

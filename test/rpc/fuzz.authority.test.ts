@@ -16,7 +16,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { counterIds } from '../../src/ids.ts';
 import type { EventEnvelope } from '../../src/registry/events.ts';
-import { NOT_OWNED_MESSAGE } from '../../src/rpc/errors.ts';
+import { NOT_OWNED_MESSAGE } from '../../src/server/errors.ts';
 import { RpcServer } from '../../src/rpc/server.ts';
 import { memoryPair } from '../../src/rpc/transports/memory.ts';
 import { ManualClock, flush } from '../helpers/manual-clock.ts';

@@ -5,8 +5,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
 import { Connection } from '../../src/rpc/connection.ts';
-import type { MethodDef, ServerState } from '../../src/rpc/context.ts';
-import { FlatJsonCache, JsonText } from '../../src/rpc/json-text.ts';
+import type { Services } from '../../src/server/context.ts';
+import type { RpcMethod } from '../../src/rpc/connection.ts';
+import { FlatJsonCache, JsonText } from '../../src/server/json-text.ts';
 import { paramsAccept, paramsSchemas } from '../../src/contract/wire.ts';
 import { RpcServer } from '../../src/rpc/server.ts';
 import { memoryPair } from '../../src/rpc/transports/memory.ts';
@@ -97,14 +98,14 @@ describe('subagent.list', () => {
 
 describe('JsonText results', () => {
   const result = { subagents: [{ a: '\u2028 é "q"' }], delegations: [] };
-  const list: MethodDef = { params: paramsSchemas['server.info'], handle: () => new JsonText(JSON.stringify(result)) };
-  const plain: MethodDef = { params: paramsSchemas['server.info'], handle: () => ({ fine: true }) };
+  const list: RpcMethod = { call: () => new JsonText(JSON.stringify(result)) };
+  const plain: RpcMethod = { call: () => ({ fine: true }) };
 
   it('go out as the bytes JSON.stringify writes for the same result, alone and in a batch', async () => {
     const { server, client } = memoryPair();
     const texts: string[] = [];
     client.onmessage = (t) => texts.push(t);
-    const conn = new Connection('tr_json', server, new Map([['list', list], ['plain', plain]]), {} as ServerState, silentLogger, () => undefined);
+    const conn = new Connection('tr_json', server, new Map([['list', list], ['plain', plain]]), {} as Services, silentLogger, () => undefined);
     conn.start();
     await conn.handle('{"jsonrpc":"2.0","id":"x\\"y","method":"list"}');
     await conn.handle('[{"jsonrpc":"2.0","id":1,"method":"list"},{"jsonrpc":"2.0","method":"list"},{"jsonrpc":"2.0","id":2.5,"method":"plain"},{"jsonrpc":"2.0","id":null,"method":"list"}]');

@@ -4,7 +4,7 @@
 // of section 8. No sleeps: a test waits for events and replies; timed steps run on a manual clock.
 import { Buffer } from 'node:buffer';
 import { afterEach, describe, expect, it } from 'vitest';
-import { NOT_OWNED_MESSAGE } from '../../src/rpc/errors.ts';
+import { NOT_OWNED_MESSAGE } from '../../src/server/errors.ts';
 import { gatewayReadyPayloadSchema, wireEventSchema } from '../../src/contract/wire.ts';
 import { CATALOG, METHODS, RpcServer, type ServerOptions } from '../../src/rpc/server.ts';
 import { SERVER_NAME, VERSION } from '../../src/version.ts';

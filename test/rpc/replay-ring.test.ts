@@ -4,7 +4,7 @@
 // cursor is gone.
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { ReplayRing } from '../../src/rpc/replay-ring.ts';
+import { ReplayRing } from '../../src/server/replay-ring.ts';
 
 const text = (seq: number, size: number) => `{"seq":${seq},"p":"${'é'.repeat(size)}"}`;
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
-import { RpcCode } from '../../src/rpc/errors.ts';
+import { RpcCode } from '../../src/server/errors.ts';
 import { RpcServer } from '../../src/rpc/server.ts';
-import { SpawnTreeStore } from '../../src/rpc/spawn-trees.ts';
+import { SpawnTreeStore } from '../../src/server/spawn-trees.ts';
 import { connectMemory, type MemoryEndpoint } from '../helpers/rpc-client.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];

@@ -3,7 +3,7 @@
 // lines), stdout carrying the protocol alone, and shutdown (stdin closed, SIGTERM).
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RpcCode } from '../../src/rpc/errors.ts';
+import { RpcCode } from '../../src/server/errors.ts';
 import {
   call,
   killAll,

@@ -1,36 +1,20 @@
-// WebSocket transport and listener (at `/` and `/api/ws`): one JSON-RPC message or batch per text
-// frame. Every upgrade carries the server token (Authorization: Bearer, or ?token=), compared in
-// constant time; an Origin header, when present, must be allowed. Compression is off, frames over
-// the limit close the socket (1009), heartbeat pings drop silent peers, and a peer that stops
-// reading is dropped before its unsent replies can grow the server's memory without bound.
-//
-// Shutdown (close()): the port closes, sockets that never upgraded are dropped (no session lives
-// on them and nothing is owed to them), and every WebSocket gets its close frame behind what it
-// was already sent. A peer that reads it all and answers the close leaves cleanly; whatever is
-// still open after `shutdown_grace_ms` is destroyed, so no peer, authenticated or not, can hold
-// the process.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+// WebSocket transport (at `/` and `/api/ws` of the server's listener, src/server/listener.ts):
+// one JSON-RPC message or batch per text frame. Every upgrade carries the server token
+// (Authorization: Bearer, or ?token=), compared in constant time; an Origin header, when present,
+// must be allowed. Compression is off, frames over the limit close the socket (1009), heartbeat
+// pings drop silent peers, and a peer that stops reading is dropped before its unsent replies can
+// grow the server's memory without bound. At shutdown every WebSocket gets its close frame behind
+// what it was already sent; the listener's grace bounds how long it may take to read it.
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
 import type { Logger } from '../../log.ts';
+import { targetOf, TokenCheck } from '../../server/auth.ts';
+import { listen, type RequestHandler } from '../../server/listener.ts';
 import type { Transport } from './transport.ts';
-import { targetOf, TokenCheck } from './auth.ts';
 
-/** What a plain HTTP request handler on the same listener is told about it. */
-export interface ListenerContext {
-  /** True for the server's own origins and the allowed ones. */
-  isAllowedOrigin(origin: string): boolean;
-  /** False once shutdown began: the handler should answer with `Connection: close`. */
-  readonly accepting: boolean;
-  /**
-   * Marks the request's socket as owed a long answer (an event stream): shutdown then treats it
-   * like a WebSocket (kept until the server closes it, within the grace) instead of dropping it.
-   */
-  owe(): void;
-}
-
-export type RequestHandler = (req: IncomingMessage, res: ServerResponse, ctx: ListenerContext) => void;
+export { CUT_MESSAGE, isLoopback } from '../../server/listener.ts';
+export type { ListenerContext, RequestHandler } from '../../server/listener.ts';
 
 export interface WsOptions {
   readonly host: string;
@@ -69,14 +53,6 @@ export interface WsListener {
   close(): Promise<void>;
 }
 
-/** True for addresses only this machine can reach (the whole 127.0.0.0/8, ::1, localhost). */
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
-/** Logged (with `peers` and `grace_ms`) when a shutdown deadline cuts peers still reading. */
-export const CUT_MESSAGE = 'shutdown deadline passed: cutting peers that did not finish reading';
-
 /** Where the socket is served: `/`, and `/api/ws`, where hermes hosts dial it. */
 export const WS_PATHS: ReadonlySet<string> = new Set(['/', '/api/ws']);
 
@@ -97,97 +73,57 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
   const maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
   const grace = opts.shutdown_grace_ms ?? 0;
   // ws destroys a socket whose peer has not answered a close frame after closeTimeout (30 s by
-  // default): never before the shutdown deadline, which is ours to keep.
-  // (ws has the option; its type declarations do not list it yet.)
+  // default): never before the shutdown deadline, which is ours to keep. ws has the option; its
+  // type declarations do not list it yet.
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: opts.max_message_bytes,
     perMessageDeflate: false,
     closeTimeout: Math.max(30_000, grace + 1_000),
   } as ServerOptions);
-  let allowed = new Set<string>();
-  const isAllowedOrigin = (origin: string) => allowed.has(origin.toLowerCase());
-  const http = createServer((req, res) => {
-    if (!opts.onRequest) {
-      res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket' });
-      res.end('Upgrade Required');
-      return;
-    }
-    // A request in flight is owed its answer: shutdown drops only idle sockets. Once shutdown
-    // began, a socket whose answer is out is ended (no keep-alive holds the process).
-    const socket = req.socket;
-    busy.add(socket);
-    res.once('close', () => {
-      busy.delete(socket);
-      if (!accepting) socket.end();
-    });
-    opts.onRequest(req, res, {
-      isAllowedOrigin,
-      get accepting() {
-        return accepting;
-      },
-      owe: () => upgraded.add(socket),
-    });
-  });
-
-  // Every accepted TCP socket, upgraded or not: shutdown must be able to reach each one (the HTTP
-  // server's own close() waits for them, however long a peer keeps one open).
-  const sockets = new Set<Duplex>();
-  const upgraded = new WeakSet<Duplex>();
-  const busy = new Set<Duplex>();
-  let emptied: (() => void) | undefined;
-  http.on('connection', (socket: Duplex) => {
-    sockets.add(socket);
-    socket.once('close', () => {
-      sockets.delete(socket);
-      if (sockets.size === 0) emptied?.();
-    });
-  });
-  let accepting = true;
-
-  http.on('upgrade', (req, socket, head) => {
-    socket.on('error', () => socket.destroy());
-    if (!accepting) return refuse(socket, 503, 'Service Unavailable');
-    // An unparsable request target (any client can send one, before the token check) is a 400,
-    // not an exception thrown out of this listener, which would take the whole server down.
-    const target = targetOf(req);
-    if (!target) return refuse(socket, 400, 'Bad Request');
-    if (!WS_PATHS.has(target.pathname)) return refuse(socket, 404, 'Not Found');
-    const auth = check.of(req, true);
-    if (auth === undefined) return refuse(socket, 401, 'Unauthorized');
-    // A browser's cookie rides along on any page's request: an upgrade it authenticates must come
-    // from an allowed page. With the token itself, an Origin header, when present, must be allowed.
-    const origin = req.headers.origin;
-    if (auth === 'cookie' && origin === undefined) return refuse(socket, 403, 'Forbidden');
-    if (origin !== undefined && !isAllowedOrigin(origin)) return refuse(socket, 403, 'Forbidden');
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      upgraded.add(socket);
-      // noServer mode: ws does not emit 'connection' itself, and the heartbeat listens for it.
-      wss.emit('connection', ws, req);
-      connect(wsTransport(ws, socket, maxOut, opts.logger));
-    });
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
-    http.listen(opts.port, opts.host, () => {
-      http.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (http.address() as AddressInfo).port;
-  const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  const own = [`http://${hostForUrl}:${port}`];
-  if (isLoopback(opts.host)) {
-    own.push(`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`);
-  }
-  allowed = new Set([...own, ...opts.allow_origins].map((o) => o.toLowerCase().replace(/\/$/, '')));
 
   const alive = new WeakMap<WebSocket, boolean>();
   wss.on('connection', (ws) => {
     alive.set(ws, true);
     ws.on('pong', () => alive.set(ws, true));
   });
+  const listener = await listen({
+    host: opts.host,
+    port: opts.port,
+    allow_origins: opts.allow_origins,
+    shutdown_grace_ms: grace,
+    logger: opts.logger,
+    onRequest: opts.onRequest,
+    onUpgrade: (req, socket, head, ctx) => {
+      socket.on('error', () => socket.destroy());
+      if (!ctx.accepting) return refuse(socket, 503, 'Service Unavailable');
+      // An unparsable request target (any client can send one, before the token check) is a 400,
+      // not an exception thrown out of this listener, which would take the whole server down.
+      const target = targetOf(req);
+      if (!target) return refuse(socket, 400, 'Bad Request');
+      if (!WS_PATHS.has(target.pathname)) return refuse(socket, 404, 'Not Found');
+      const auth = check.of(req, true);
+      if (auth === undefined) return refuse(socket, 401, 'Unauthorized');
+      // A browser's cookie rides along on any page's request: an upgrade it authenticates must come
+      // from an allowed page. With the token itself, an Origin header, when present, must be allowed.
+      const origin = req.headers.origin;
+      if (auth === 'cookie' && origin === undefined) return refuse(socket, 403, 'Forbidden');
+      if (origin !== undefined && !ctx.isAllowedOrigin(origin)) return refuse(socket, 403, 'Forbidden');
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        ctx.owe(socket);
+        // noServer mode: ws does not emit 'connection' itself, and the heartbeat listens for it.
+        wss.emit('connection', ws, req);
+        connect(wsTransport(ws, socket, maxOut, opts.logger));
+      });
+    },
+    // A connection the server closed already has its close frame queued; ws ignores a second one.
+    onClosing: () => {
+      clearInterval(pinger);
+      for (const ws of wss.clients) if (ws.readyState === ws.OPEN) ws.close(1001, 'closing');
+    },
+    onClosed: () => wss.close(),
+  });
+
   const pinger = setInterval(() => {
     for (const ws of wss.clients) {
       if (alive.get(ws) === false) {
@@ -201,44 +137,14 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
   }, heartbeat);
   pinger.unref();
 
-  let portClosed: Promise<void> | undefined;
-  const stopAccepting = () => {
-    if (!accepting) return;
-    accepting = false;
-    clearInterval(pinger);
-    portClosed = new Promise<void>((resolve) => http.close(() => resolve()));
-    for (const socket of sockets) if (!upgraded.has(socket) && !busy.has(socket)) socket.destroy();
-  };
-
-  let closing: Promise<void> | undefined;
-  const close = async (): Promise<void> => {
-    stopAccepting();
-    // A connection the server closed already has its close frame queued; ws ignores a second one.
-    for (const ws of wss.clients) if (ws.readyState === ws.OPEN) ws.close(1001, 'closing');
-    const allEnded = new Promise<void>((resolve) => {
-      if (sockets.size === 0) resolve();
-      else emptied = resolve;
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'cut'>((resolve) => {
-      timer = setTimeout(() => resolve('cut'), grace);
-    });
-    const outcome = await Promise.race([allEnded, deadline]);
-    clearTimeout(timer);
-    if (outcome === 'cut' && sockets.size > 0) {
-      opts.logger.warn({ peers: sockets.size, grace_ms: grace }, CUT_MESSAGE);
-      for (const socket of sockets) socket.destroy();
-    }
-    await allEnded;
-    wss.close();
-    await portClosed;
-  };
-
   return {
-    url: `ws://${hostForUrl}:${port}/`,
-    port,
-    stopAccepting,
-    close: () => (closing ??= close()),
+    url: `ws://${listener.host}:${listener.port}/`,
+    port: listener.port,
+    stopAccepting: () => {
+      clearInterval(pinger);
+      listener.stopAccepting();
+    },
+    close: () => listener.close(),
   };
 }
 

@@ -7,8 +7,10 @@
  * else that serialises it (JSON.stringify on an enclosing object) gets the same value through
  * toJSON, only slower.
  */
-export class JsonText {
+export class JsonText<T = unknown> {
   readonly text: string;
+  /** The type of the value the text holds (types only: nothing is stored). */
+  declare readonly value?: T;
 
   constructor(text: string) {
     this.text = text;
@@ -16,6 +18,11 @@ export class JsonText {
 
   toJSON(): unknown {
     return JSON.parse(this.text);
+  }
+
+  /** The value the text holds (the handler that made it vouches for its type). */
+  parse(): T {
+    return JSON.parse(this.text) as T;
   }
 }
 

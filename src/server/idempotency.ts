@@ -26,9 +26,6 @@ export const MAX_KEPT_BYTES_PER_SESSION = 4 * 1024 * 1024;
 /** What a kept answer costs beside its JSON: the digest, the expiry, the bookkeeping. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
-/** The methods that take an idempotency key. */
-export const IDEMPOTENT_METHODS: readonly string[] = ['delegation.spawn', 'session.reset', 'subagent.interrupt', 'subagent.steer'];
-
 /**
  * Answers that are not kept: they say "not now", not "no" (internal error; shutting down and NATS
  * unavailable share -32000; a reply too large; a full steer queue, 4005, means "wait and retry").
@@ -56,8 +53,8 @@ interface SessionKeys {
 }
 
 /** An answer of a keyed call: `replayed` when it is the kept answer of an earlier call. */
-export interface Keyed {
-  readonly value: unknown;
+export interface Keyed<T = unknown> {
+  readonly value: T;
   readonly replayed: boolean;
 }
 
@@ -109,7 +106,12 @@ export class IdempotencyStore {
    * replay of a call that failed, and 4015 when the params differ from the first call's. A
    * promise from `run` is answered as a promise that settles as it does.
    */
-  run(session_id: string, method: string, key: string, params: Record<string, unknown>, run: () => unknown, log?: (err: unknown) => void): Keyed {
+  run<T>(session_id: string, method: string, key: string, params: Record<string, unknown>, run: () => T, log?: (err: unknown) => void): Keyed<T> {
+    // The kept answer is the one `run` gave for the same (session, method, key): its type is T.
+    return this.#run(session_id, method, key, params, run, log) as Keyed<T>;
+  }
+
+  #run(session_id: string, method: string, key: string, params: Record<string, unknown>, run: () => unknown, log?: (err: unknown) => void): Keyed {
     const now = this.#clock.now();
     this.#sweep(now);
     const slot = `${method}\n${key}`;

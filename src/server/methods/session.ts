@@ -1,17 +1,18 @@
 // session.* : create, attach, resume, activate, detach, reset, close, events.since. The authority
 // model itself is sessions.ts.
-import { defineMethod, type MethodDef, type ServerState } from '../context.ts';
-import { paramsSchemas } from '../../contract/wire.ts';
+import type { ParamsOf } from '../../contract/methods.ts';
+import type { Services } from '../context.ts';
 import { JsonText } from '../json-text.ts';
 import type { Session } from '../sessions.ts';
+import { defineMethod, type ResultOf } from './define.ts';
 
 /**
  * What create, resume and activate tell a host about a session, with hermes' required fields:
  * the id to resume by (the session id: subrun keeps no other), the parent conversation as rows,
  * and the live info. Never the key.
  */
-function sessionView(server: ServerState, s: Session) {
-  const parent = server.peekParent(s.session_id);
+function sessionView(server: Pick<Services, 'parents' | 'model' | 'cwd'>, s: Session): Omit<ResultOf<'session.create'>, 'session_key'> {
+  const parent = server.parents.peek(s.session_id);
   const messages = parent?.transcript() ?? [];
   return {
     session_id: s.session_id,
@@ -31,8 +32,7 @@ function sessionView(server: ServerState, s: Session) {
 }
 
 /** session.resume and session.activate: the same re-bind (hermes names it both ways). */
-const rebind = (verb: string) =>
-  defineMethod(paramsSchemas['session.resume'], (p, { server, transport }) => {
+const rebind = (verb: string) => (p: ParamsOf<'session.resume'>, server: Services, transport: string): ResultOf<'session.resume'> => {
     let s;
     try {
       s = server.sessions.rebind(p.session_id, p.session_key, transport);
@@ -44,19 +44,19 @@ const rebind = (verb: string) =>
     server.logger.info({ session_id: s.session_id, transport }, `session ${verb}d`);
     const live_subagents = server.runtime.scoped.list(server.sessions.scopeOf(s)).length;
     return { ...sessionView(server, s), live_subagents, open_requests: [] };
-  });
+  };
 
-export const sessionMethods: Record<string, MethodDef> = {
-  'session.create': defineMethod(paramsSchemas['session.create'], (p, { server, transport }) => {
+export const sessionMethods = {
+  'session.create': defineMethod('session.create', (p, server, transport) => {
     const { session, session_key } = server.sessions.create(transport, p.title ?? undefined, p.close_on_disconnect ?? false);
     server.logger.info({ session_id: session.session_id, transport }, 'session created');
     return { ...sessionView(server, session), session_key };
   }),
 
-  'session.resume': rebind('resume'),
-  'session.activate': rebind('activate'),
+  'session.resume': defineMethod('session.resume', rebind('resume')),
+  'session.activate': defineMethod('session.activate', rebind('activate')),
 
-  'session.attach': defineMethod(paramsSchemas['session.attach'], (p, { server, transport }) => {
+  'session.attach': defineMethod('session.attach', (p, server, transport) => {
     let s;
     try {
       s = server.sessions.attach(p.session_id, p.session_key, transport);
@@ -69,15 +69,15 @@ export const sessionMethods: Record<string, MethodDef> = {
     return { session_id: s.session_id, generation: s.generation, live_subagents };
   }),
 
-  'session.detach': defineMethod(paramsSchemas['session.detach'], (p, { server, transport }) => {
+  'session.detach': defineMethod('session.detach', (p, server, transport) => {
     server.sessions.detach(p.session_id, transport);
     server.logger.info({ session_id: p.session_id, transport }, 'session detached');
-    return { detached: true };
+    return { detached: true } as const;
   }),
 
-  'session.reset': defineMethod(paramsSchemas['session.reset'], (p, { server, transport }) => {
+  'session.reset': defineMethod('session.reset', (p, server, transport) => {
     const { session, retired } = server.sessions.reset(p.session_id, transport);
-    server.parentOf(session.session_id).reset();
+    server.parents.peek(session.session_id)?.reset();
     server.logger.info({ session_id: session.session_id, transport, generation: session.generation }, 'session reset');
     // Fail closed: the old generation's children stop, and nothing of theirs reaches the session.
     // Nothing of theirs is kept either: no scope can reach them again.
@@ -86,7 +86,7 @@ export const sessionMethods: Record<string, MethodDef> = {
     return { session_id: session.session_id, generation: session.generation };
   }),
 
-  'session.close': defineMethod(paramsSchemas['session.close'], (p, { server, transport }) => {
+  'session.close': defineMethod('session.close', (p, server, transport) => {
     const s = server.sessions.authorize(p.session_id, transport);
     const interrupted = server.runtime.interruptSession(s.session_id).length;
     server.sessions.close(s.session_id, transport);
@@ -97,7 +97,7 @@ export const sessionMethods: Record<string, MethodDef> = {
   // A host that reconnects fills its gap: every kept event after last_seen, as the very envelopes
   // that were sent. Readable by an attached transport or with the session key (a host may replay
   // before it re-attaches); it attaches nothing.
-  'session.events.since': defineMethod(paramsSchemas['session.events.since'], (p, { server, transport }) => {
+  'session.events.since': defineMethod('session.events.since', (p, server, transport) => {
     const s = server.sessions.authorizeRead(p.session_id, p.session_key, transport);
     const r = s.replay.since(p.last_seen ?? 0);
     const events = r.events.map((e) => e.text).join(',');
@@ -105,4 +105,4 @@ export const sessionMethods: Record<string, MethodDef> = {
       `{"events":[${events}],"latest_seq":${r.latest_seq},"truncated":${r.truncated},"count":${r.events.length},"epoch":${JSON.stringify(server.replay_epoch)},"open_requests":[]}`,
     );
   }),
-};
+} as const;

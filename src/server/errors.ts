@@ -2,6 +2,7 @@
 // the server becomes a wire error; a stack never leaves the process.
 import { z } from 'zod';
 import { ErrorCode, isSubrunError, type Issue } from '../errors.ts';
+import { ParamCode, type CodedIssue } from '../contract/methods.ts';
 
 export const RpcCode = {
   ParseError: -32700,
@@ -18,10 +19,10 @@ export const RpcCode = {
    * max_reply_bytes. The call itself ran; only its reply was replaced.
    */
   ResponseTooLarge: -32001,
-  IdRequired: 4000,
+  IdRequired: ParamCode.IdRequired,
   NotOwned: 4001,
-  TextRequired: 4002,
-  TextTooLong: 4003,
+  TextRequired: ParamCode.TextRequired,
+  TextTooLong: ParamCode.TextTooLong,
   DelegationNotFound: 4004,
   /** The child already holds as many undelivered steers as it may (count or bytes). */
   SteerQueueFull: 4005,
@@ -70,14 +71,37 @@ export function invalidParams(issues: readonly Issue[]): RpcError {
   return new RpcError(RpcCode.InvalidParams, message, { issues });
 }
 
-export function zodIssues(error: z.ZodError): Issue[] {
+export function zodIssues(error: Pick<z.ZodError, 'issues'>): Issue[] {
   return error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+}
+
+/** The coded check of a params schema (contract/methods.ts) behind an issue, if it is one. */
+function codedOf(issue: z.core.$ZodIssue): CodedIssue | undefined {
+  if (issue.code !== 'custom') return undefined;
+  const p: unknown = issue.params;
+  if (typeof p !== 'object' || p === null || !('rpc_code' in p) || !('rank' in p)) return undefined;
+  return typeof p.rpc_code === 'number' && typeof p.rank === 'number' ? { rpc_code: p.rpc_code, rank: p.rank } : undefined;
+}
+
+/**
+ * A params schema's verdict in the protocol's order: a shape error (-32602, with every shape
+ * issue) before any coded check, then the coded check of the lowest rank (4000 before 4002/4003).
+ */
+function paramsError(err: z.ZodError): RpcError {
+  const shape = err.issues.filter((i) => codedOf(i) === undefined);
+  if (shape.length > 0) return invalidParams(zodIssues({ issues: shape }));
+  let first: { issue: z.core.$ZodIssue; coded: CodedIssue } | undefined;
+  for (const issue of err.issues) {
+    const coded = codedOf(issue);
+    if (coded && (!first || coded.rank < first.coded.rank)) first = { issue, coded };
+  }
+  return first ? new RpcError(first.coded.rpc_code, first.issue.message) : invalidParams([]);
 }
 
 /** Converts anything thrown by a handler into the error the caller sees. */
 export function toRpcError(err: unknown, log?: (err: unknown) => void): RpcError {
   if (err instanceof RpcError) return err;
-  if (err instanceof z.ZodError) return invalidParams(zodIssues(err));
+  if (err instanceof z.ZodError) return paramsError(err);
   if (isSubrunError(err)) {
     switch (err.code) {
       case ErrorCode.TasksRequired:

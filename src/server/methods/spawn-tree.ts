@@ -5,13 +5,12 @@
 // sessions it is attached to (or proves with `session_id` + `session_key`), and the trees saved
 // without a session (a shared space every token holder sees); in single-user mode the token owns
 // every session and so every tree (hermes' model).
-import { defineMethod, type MethodDef } from '../context.ts';
-import type { ServerState } from '../context.ts';
-import { paramsSchemas } from '../../contract/wire.ts';
+import type { Services } from '../context.ts';
+import { defineMethod } from './define.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import { DEFAULT_LIST, NO_SESSION, sessionDir, type SpawnTreeStore } from '../spawn-trees.ts';
 
-function store(server: ServerState): SpawnTreeStore {
+function store(server: Services): SpawnTreeStore {
   if (!server.spawnTrees) throw new RpcError(RpcCode.StateDisabled, 'spawn trees are not kept: the server was started with --no-state');
   return server.spawnTrees;
 }
@@ -21,7 +20,7 @@ function store(server: ServerState): SpawnTreeStore {
  * sessions it is attached to, the one it proves with its key, and the trees of no session. A
  * `session_id` it cannot prove is 4001, as for every session call.
  */
-function visibleDirs(server: ServerState, transport: string, session_id: unknown, session_key: unknown): ((dir: string) => boolean) | undefined {
+function visibleDirs(server: Services, transport: string, session_id: unknown, session_key: unknown): ((dir: string) => boolean) | undefined {
   if (server.single_user) return undefined;
   const dirs = new Set<string>([NO_SESSION]);
   for (const s of server.sessions.sessionsOf(transport)) dirs.add(sessionDir(s.session_id));
@@ -29,13 +28,8 @@ function visibleDirs(server: ServerState, transport: string, session_id: unknown
   return (dir) => dirs.has(dir);
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-export const spawnTreeMethods: Record<string, MethodDef> = {
-  'spawn_tree.save': defineMethod(paramsSchemas['spawn_tree.save'], (p, { server, transport }) => {
-    if (!Array.isArray(p.subagents) || p.subagents.length === 0 || !p.subagents.every(isObject)) {
-      throw new RpcError(RpcCode.IdRequired, 'subagents list required');
-    }
+export const spawnTreeMethods = {
+  'spawn_tree.save': defineMethod('spawn_tree.save', (p, server, transport) => {
     const trees = store(server);
     const session_id = p.session_id ?? '';
     if (session_id !== '' && !server.single_user) server.sessions.authorize(session_id, transport);
@@ -44,19 +38,18 @@ export const spawnTreeMethods: Record<string, MethodDef> = {
       started_at: p.started_at ?? null,
       finished_at: p.finished_at ?? server.clock.now() / 1000,
       label: p.label ?? '',
-      subagents: p.subagents as Record<string, unknown>[],
+      subagents: p.subagents,
     });
   }),
 
-  'spawn_tree.list': defineMethod(paramsSchemas['spawn_tree.list'], async (p, { server, transport }) => {
+  'spawn_tree.list': defineMethod('spawn_tree.list', async (p, server, transport) => {
     const trees = store(server);
     const visible = visibleDirs(server, transport, p.session_id, p.session_key);
     return { entries: await trees.list({ session_id: p.session_id ?? undefined, cross_session: p.cross_session ?? false, limit: p.limit ?? DEFAULT_LIST, visible }) };
   }),
 
-  'spawn_tree.load': defineMethod(paramsSchemas['spawn_tree.load'], (p, { server, transport }) => {
-    if (typeof p.path !== 'string' || p.path.trim() === '') throw new RpcError(RpcCode.IdRequired, 'path required');
+  'spawn_tree.load': defineMethod('spawn_tree.load', (p, server, transport) => {
     const trees = store(server);
     return trees.load(p.path, visibleDirs(server, transport, p.session_id, p.session_key));
   }),
-};
+} as const;

@@ -1,0 +1,81 @@
+// Schemas of the objects subrun puts on the wire (protocol sections 4 and 5): snapshots, completion
+// entries, tail/steer/interrupt results. The in-process API returns the same objects.
+import { z } from 'zod';
+
+/** The wire's version, in gateway.ready and server.info; bumped on any incompatible change. */
+export const PROTOCOL_VERSION = 1;
+
+
+export const id = z.string().min(1);
+export const unixSeconds = z.number().nonnegative();
+
+export const finalStatusSchema = z.enum(['completed', 'interrupted', 'failed', 'error', 'timeout']);
+export const childStatusSchema = z.enum(['queued', 'running', 'completed', 'interrupted', 'failed', 'error', 'timeout']);
+
+export const snapshotSchema = z.strictObject({
+  subagent_id: id,
+  parent_id: id.nullable(),
+  depth: z.number().int().nonnegative(),
+  goal: z.string(),
+  delegation_id: id,
+  model: z.string(),
+  started_at: unixSeconds.nullable(),
+  status: childStatusSchema,
+  tool_count: z.number().int().nonnegative(),
+  last_tool: z.string(),
+  accepting_steer: z.boolean(),
+  finished_at: unixSeconds.optional(),
+});
+
+export const completionEntrySchema = z.strictObject({
+  task_index: z.number().int().nonnegative(),
+  subagent_id: id,
+  status: finalStatusSchema,
+  exit_reason: z.string(),
+  summary: z.string(),
+  error: z.string().optional(),
+  api_calls: z.number().int().nonnegative(),
+  duration_seconds: z.number().nonnegative(),
+  model: z.string(),
+  tokens: z.strictObject({ input: z.number().int().nonnegative(), output: z.number().int().nonnegative() }),
+  tool_trace: z.array(z.strictObject({ tool: z.string(), status: z.enum(['ok', 'error', 'running']) })),
+  missed_steer: z.string().optional(),
+  // With missed_steer, always: each missed steer; maybe_delivered only after a worker loss.
+  missed_steer_detail: z.array(z.strictObject({ steer_id: id, text: z.string(), maybe_delivered: z.boolean() })).optional(),
+});
+
+export const tailResultSchema = z.strictObject({
+  subagent_id: id,
+  available: z.boolean(),
+  text: z.string(),
+  truncated: z.boolean(),
+  offset: z.number().int().nonnegative(),
+});
+
+export const steerResultSchema = z.union([
+  z.strictObject({ status: z.literal('queued'), subagent_id: id, text: z.string(), steer_id: id }),
+  z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string() }),
+]);
+
+export const interruptResultSchema = z.strictObject({
+  found: z.boolean(),
+  subagent_id: id,
+  interrupted: z.array(id),
+});
+
+// ---- the types of these objects, inferred: the schemas above are their single source ----
+
+/** Deeply readonly: what the runtime hands out is never changed by the receiver. */
+export type Immutable<T> = T extends readonly (infer U)[] ? readonly Immutable<U>[] : T extends object ? { readonly [K in keyof T]: Immutable<T[K]> } : T;
+
+export type FinalStatus = z.output<typeof finalStatusSchema>;
+export type ChildStatus = z.output<typeof childStatusSchema>;
+/** The public view of a child (protocol section 5). */
+export type Snapshot = Immutable<z.output<typeof snapshotSchema>>;
+/** What the parent gets back for each child: exactly one, whatever happened. */
+export type CompletionEntry = Immutable<z.output<typeof completionEntrySchema>>;
+export type ToolTraceItem = CompletionEntry['tool_trace'][number];
+export type Tokens = CompletionEntry['tokens'];
+export type TailResult = Immutable<z.output<typeof tailResultSchema>>;
+export type WireSteerResult = Immutable<z.output<typeof steerResultSchema>>;
+export type InterruptResult = Readonly<z.output<typeof interruptResultSchema>>;

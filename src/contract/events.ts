@@ -1,0 +1,147 @@
+// Schemas of the events subrun sends (protocol section 8): the wire's payloads by type, the bus's
+// in-process view of them, gateway.ready and the envelope every event notification carries.
+import { z } from 'zod';
+import { completionEntrySchema, finalStatusSchema, id, PROTOCOL_VERSION, unixSeconds } from './entities.ts';
+
+const identity = {
+  subagent_id: id,
+  parent_id: id.nullable(),
+  depth: z.number().int().nonnegative(),
+  delegation_id: id,
+  task_index: z.number().int().nonnegative(),
+  task_count: z.number().int().positive(),
+  goal: z.string(),
+  model: z.string(),
+  tool_count: z.number().int().nonnegative(),
+};
+
+const tokenCount = z.number().int().nonnegative();
+
+/**
+ * `subagent.complete` on the wire: the completion entry flat beside the identity, with hermes'
+ * names (`input_tokens`, `output_tokens` for `tokens.input`, `tokens.output`). The in-process bus
+ * and `delegation.result` keep the entry's own shape (`busEventPayloadSchemas`).
+ */
+export const wireCompletionSchema = z.strictObject({
+  ...identity,
+  status: finalStatusSchema,
+  exit_reason: z.string(),
+  summary: z.string(),
+  error: z.string().optional(),
+  api_calls: tokenCount,
+  duration_seconds: z.number().nonnegative(),
+  input_tokens: tokenCount,
+  output_tokens: tokenCount,
+  tool_trace: completionEntrySchema.shape.tool_trace,
+  missed_steer: z.string().optional(),
+  missed_steer_detail: completionEntrySchema.shape.missed_steer_detail,
+});
+
+/** hermes' `TurnStatus`: how a parent turn ended. */
+export const turnStatusSchema = z.enum(['complete', 'error', 'interrupted']);
+
+/** Wire event payloads by type (protocol section 8). */
+export const eventPayloadSchemas = {
+  'delegation.dispatched': z.strictObject({ delegation_id: id, subagent_ids: z.array(id), count: z.number().int().positive() }),
+  'delegation.complete': z.strictObject({ delegation_id: id, results: z.array(completionEntrySchema) }),
+  'subagent.spawn_requested': z.strictObject(identity),
+  'subagent.start': z.strictObject(identity),
+  'subagent.thinking': z.strictObject({ ...identity, text: z.string() }),
+  'subagent.text': z.strictObject({ ...identity, text: z.string() }),
+  'subagent.tool': z.strictObject({ ...identity, tool_name: z.string(), tool_preview: z.string(), text: z.string(), tool_count: z.number().int().positive() }),
+  'subagent.steer.delivered': z.strictObject({ ...identity, steer_id: id, text: z.string() }),
+  'subagent.complete': wireCompletionSchema,
+  'message.start': z.strictObject({}),
+  'message.delta': z.strictObject({ turn_id: id, text: z.string() }),
+  'message.thinking': z.strictObject({ turn_id: id, text: z.string() }),
+  'message.complete': z.strictObject({
+    turn_id: id,
+    status: turnStatusSchema,
+    text: z.string(),
+    exit_reason: z.string().optional(),
+    error: z.string().optional(),
+    api_calls: tokenCount,
+    tokens: z.strictObject({ input: tokenCount, output: tokenCount }),
+    usage: z.strictObject({ input: tokenCount, output: tokenCount, total: tokenCount, calls: tokenCount }),
+    missed_steer: z.string().optional(),
+  }),
+  'tool.start': z.strictObject({ turn_id: id, tool_id: id, name: z.string(), args: z.record(z.string(), z.unknown()).optional(), preview: z.string() }),
+  'tool.complete': z.strictObject({
+    turn_id: id,
+    tool_id: id,
+    name: z.string(),
+    args: z.record(z.string(), z.unknown()).optional(),
+    ok: z.boolean(),
+    duration_s: z.number().nonnegative(),
+    preview: z.string(),
+  }),
+  'session.steer.delivered': z.strictObject({ turn_id: id, steer_id: id, text: z.string() }),
+  /** The session had live children and has none left, every completion sent: the tree is quiet. */
+  'session.idle': z.strictObject({ session_id: id, generation: z.number().int().positive() }),
+} as const;
+
+/**
+ * The in-process bus's view of the children's events (`runtime.events`): the same payloads, except
+ * `subagent.tool` (`preview`) and `subagent.complete` (the completion entry under `entry`).
+ */
+export const busEventPayloadSchemas = {
+  ...eventPayloadSchemas,
+  'subagent.tool': z.strictObject({ ...identity, tool_name: z.string(), preview: z.string(), tool_count: z.number().int().positive() }),
+  'subagent.complete': z.strictObject({ ...identity, entry: completionEntrySchema }),
+} as const;
+
+export type EventType = keyof typeof eventPayloadSchemas;
+export const EVENT_TYPES = Object.keys(eventPayloadSchemas).sort() as EventType[];
+
+/** An in-process bus event: `{type, ts, src, ...payload}`. */
+export function parseBusEvent(value: unknown): { type: EventType } & Record<string, unknown> {
+  const head = z.looseObject({ type: z.enum(EVENT_TYPES as [EventType, ...EventType[]]), ts: unixSeconds, src: z.string() }).parse(value);
+  const { type: _t, ts: _ts, src: _src, ...payload } = value as Record<string, unknown>;
+  busEventPayloadSchemas[head.type].parse(payload);
+  return value as { type: EventType } & Record<string, unknown>;
+}
+
+/** The first frame on every connection (hermes' required fields beside ours). */
+export const gatewayReadyPayloadSchema = z.strictObject({
+  protocol_version: z.literal(PROTOCOL_VERSION),
+  /** Names this server process: a seq watermark from another epoch is void (the server restarted). */
+  replay_epoch: z.string().min(1),
+  server: z.strictObject({ name: z.string(), version: z.string() }),
+  /** hermes' theme object: subrun has none. */
+  skin: z.strictObject({}),
+  /** subrun sends no `*.changed` broadcasts. */
+  change_events: z.literal(false),
+  /** `gateway.ping` is answered at once on every transport. */
+  heartbeat: z.literal(true),
+});
+
+/**
+ * A wire event notification's params: `{type, session_id, seq, ts, payload}`. `session_id` is
+ * absent (never null) on the frames of no session (`gateway.ready`).
+ */
+export const wireEventSchema = z
+  .strictObject({
+    type: z.string(),
+    session_id: id.optional(),
+    seq: z.number().int().nonnegative(),
+    ts: unixSeconds,
+    payload: z.record(z.string(), z.unknown()),
+  })
+  .superRefine((e, ctx) => {
+    if (e.type === 'gateway.ready') {
+      const r = gatewayReadyPayloadSchema.safeParse(e.payload);
+      if (!r.success) for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: ['payload', ...i.path.map(String)] });
+      return;
+    }
+    if (e.session_id === undefined) return ctx.addIssue({ code: 'custom', message: 'a session event needs its session_id', path: ['session_id'] });
+    const schema = (eventPayloadSchemas as Record<string, z.ZodType>)[e.type];
+    if (!schema) return ctx.addIssue({ code: 'custom', message: `unknown event type ${e.type}`, path: ['type'] });
+    const r = schema.safeParse(e.payload);
+    if (!r.success) for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: ['payload', ...i.path.map(String)] });
+  });
+
+/** An event's payload by its type. */
+export type EventPayloadOf<T extends EventType> = z.output<(typeof eventPayloadSchemas)[T]>;
+/** The envelope of every `event` notification. */
+export type WireEvent = z.output<typeof wireEventSchema>;
+export type GatewayReadyPayload = z.output<typeof gatewayReadyPayloadSchema>;

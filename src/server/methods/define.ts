@@ -1,0 +1,111 @@
+// One entry of the typed method table: the method's schema validates its params once (answering
+// subrun's own codes), the handler gets the inferred params and answers the method's result type.
+import type { Immutable } from '../../contract/entities.ts';
+import { paramsSchemas, type MethodName, type ParamsOf, type ResultOf as WireResultOf } from '../../contract/methods.ts';
+import type { SteerRejection } from '../../types.ts';
+import type { CallContext, Services } from '../context.ts';
+import { isThenable, type Keyed } from '../idempotency.ts';
+import type { JsonText } from '../json-text.ts';
+
+/** A method's result as a handler may build it (read-only views of the runtime's objects welcome). */
+export type ResultOf<M extends MethodName> = Immutable<WireResultOf<M>>;
+
+type WireSteer = ResultOf<'subagent.steer'>;
+/**
+ * A steer's answer with why it was refused. The wire's shape carries no `reason` (hermes
+ * compatibility): JSON-RPC drops it, HTTP and MCP map it to their own answers.
+ */
+export type SteerAnswer = Extract<WireSteer, { status: 'queued' }> | (Extract<WireSteer, { status: 'rejected' }> & { readonly reason: SteerRejection });
+
+/** What a handler answers: the wire's result, richer where a surface needs more (a steer's reason). */
+export type HandledOf<M extends MethodName> = M extends 'subagent.steer' ? SteerAnswer : ResultOf<M>;
+
+type Answer<T> = T | JsonText<T> | Promise<T>;
+/** What a handler may answer: its result, the same already serialised, or a promise of it. */
+export type AnswerOf<M extends MethodName> = Answer<HandledOf<M>>;
+/** An answer once it is there: the value, or its text. */
+export type SettledOf<M extends MethodName> = HandledOf<M> | JsonText<HandledOf<M>>;
+
+/** Waits for an answer that may be a promise (a steer to a remote child answers once committed). */
+export async function settle<M extends MethodName>(answer: AnswerOf<M>): Promise<SettledOf<M>> {
+  // Awaited<> of a generic cannot be simplified by TypeScript: a method's result is never a thenable.
+  return (await answer) as SettledOf<M>;
+}
+
+/** What JSON-RPC sends. */
+export type WireAnswerOf<M extends MethodName> = Answer<ResultOf<M>>;
+
+export type Handler<M extends MethodName> = (params: ParamsOf<M>, services: Services, transport: string) => AnswerOf<M>;
+
+export interface MethodDef<M extends MethodName = MethodName> {
+  readonly name: M;
+  /** The params as the handler gets them; throws the schema's ZodError (toRpcError maps its codes). */
+  parse(params: Record<string, unknown>): ParamsOf<M>;
+  /** Runs the call with the replay flag apart (HTTP says it in a header, MCP in its result). */
+  run(params: Record<string, unknown>, ctx: CallContext): Keyed<AnswerOf<M>>;
+  /** Runs the call as JSON-RPC answers it: the wire's shape; a replay carries `idempotent_replay: true`. */
+  call(params: Record<string, unknown>, ctx: CallContext): WireAnswerOf<M>;
+}
+
+export interface MethodOptions<M extends MethodName> {
+  /** A cheap check, true only when the schema would give the handler the same object: spares the copy on the calls hosts poll. */
+  readonly accepts?: (params: Record<string, unknown>) => params is ParamsOf<M>;
+  /** Honours `idempotency_key`: a repeated key replays the first answer (idempotency.ts). */
+  readonly idempotent?: boolean;
+  /** The wire's shape of a handler's richer answer. */
+  readonly wire?: (answer: HandledOf<M>) => ResultOf<M>;
+}
+
+/** `{...result, idempotent_replay: true}`: how JSON-RPC marks a replayed answer. */
+export function markReplay<T>(value: T): T {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value, idempotent_replay: true } : value;
+}
+
+export function defineMethod<M extends MethodName>(name: M, handle: Handler<M>, options: MethodOptions<M> = {}): MethodDef<M> {
+  const schema = paramsSchemas[name];
+  const { accepts, wire, idempotent = false } = options;
+  const parse = (params: Record<string, unknown>): ParamsOf<M> => {
+    if (accepts?.(params) === true) return params;
+    // The table's schema for M: TypeScript cannot correlate the indexed access with ParamsOf<M>.
+    return schema.parse(params) as ParamsOf<M>;
+  };
+  const run = (params: Record<string, unknown>, ctx: CallContext): Keyed<AnswerOf<M>> => {
+    const p = parse(params);
+    const { services, transport } = ctx;
+    const once = () => handle(p, services, transport);
+    const key = idempotent ? keyOf(p) : undefined;
+    if (key === undefined) return { value: once(), replayed: false };
+    // Checked against the session as the method itself would check it: a caller that may not use
+    // the session gets the method's own error, in its own order (never another caller's answer).
+    let session_id: string;
+    try {
+      session_id = services.sessions.authorize(sessionOf(p), transport).session_id;
+    } catch {
+      return { value: once(), replayed: false };
+    }
+    // The raw params are what a repeat must match (the parsed ones are trimmed).
+    return services.idempotency.run(session_id, name, key, params, once, (err) => services.logger.error({ err, method: name }, 'method failed'));
+  };
+  return { name, parse, run, call: (params, ctx) => toWire(run(params, ctx), wire) };
+}
+
+function keyOf(params: object): string | undefined {
+  const key: unknown = 'idempotency_key' in params ? params.idempotency_key : undefined;
+  return typeof key === 'string' ? key : undefined;
+}
+
+function sessionOf(params: object): unknown {
+  return 'session_id' in params ? params.session_id : undefined;
+}
+
+/** JSON-RPC's view of an answer: mapped to the wire's shape, a replay marked once it settles. */
+export function toWire<M extends MethodName>(keyed: Keyed<AnswerOf<M>>, wire: ((a: HandledOf<M>) => ResultOf<M>) | undefined): WireAnswerOf<M> {
+  const shape = (v: HandledOf<M>): ResultOf<M> => {
+    const w = wire ? wire(v) : (v as ResultOf<M>);
+    return keyed.replayed ? markReplay(w) : w;
+  };
+  const { value } = keyed;
+  if (isThenable(value)) return Promise.resolve(value).then(shape);
+  if (!wire && !keyed.replayed) return value as WireAnswerOf<M>;
+  return shape(value as HandledOf<M>);
+}

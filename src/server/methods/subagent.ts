@@ -1,0 +1,57 @@
+// subagent.* : list, tail, steer, interrupt — hermes-agent's shapes, so its hosts work unchanged.
+// A foreign, unknown or retired child gets the method's "not found" answer, revealing nothing.
+import { RpcCode, RpcError } from '../errors.ts';
+import { FlatJsonCache, JsonText } from '../json-text.ts';
+import type { Session } from '../sessions.ts';
+import { defineMethod, type SteerAnswer } from './define.ts';
+
+/** Each session's serialised snapshots, reused while a child's snapshot is unchanged (docs/benchmarks.md). Gone with the session. */
+const listTexts = new WeakMap<Session, FlatJsonCache>();
+
+function snapshotsText(session: Session, snapshots: readonly object[]): string {
+  let cache = listTexts.get(session);
+  if (cache === undefined) {
+    cache = new FlatJsonCache();
+    listTexts.set(session, cache);
+  }
+  return cache.array(snapshots, 'subagent_id');
+}
+
+export const subagentMethods = {
+  'subagent.list': defineMethod(
+  'subagent.list',
+  (p, { sessions, runtime }, transport) => {
+    const s = sessions.authorize(p.session_id, transport);
+    const subagents = runtime.scoped.list(sessions.scopeOf(s), { include_finished: p.include_finished ?? false });
+    // The bytes of JSON.stringify({ subagents, delegations: [] }).
+    return new JsonText(`{"subagents":${snapshotsText(s, subagents)},"delegations":[]}`);
+  },
+  { accepts: (p): p is { session_id: unknown; include_finished?: boolean } => p.include_finished === undefined || typeof p.include_finished === 'boolean' },
+),
+
+'subagent.tail': defineMethod('subagent.tail', (p, { sessions, runtime }, transport) => {
+  const s = sessions.authorize(p.session_id, transport);
+  return runtime.scoped.tail(sessions.scopeOf(s), p.subagent_id, p.since);
+}),
+
+'subagent.steer': defineMethod('subagent.steer', (p, { sessions, runtime }, transport) => {
+  const s = sessions.authorize(p.session_id, transport);
+  const r = runtime.scoped.steer(sessions.scopeOf(s), p.subagent_id, p.text);
+  // A full queue is an error, not `rejected`: the host must learn to wait, not that the child is gone.
+  if (r.status === 'rejected' && r.reason === 'queue_full') throw new RpcError(RpcCode.SteerQueueFull, 'steer queue full');
+  if (r.status !== 'queued') return { status: 'rejected', subagent_id: p.subagent_id, text: r.text, reason: r.reason } satisfies SteerAnswer;
+  const queued = { status: 'queued', subagent_id: p.subagent_id, text: r.text, steer_id: r.steer_id } as const;
+  // A child on a remote worker: `queued` only once the steer is in its mailbox (publish ack).
+  const committed = runtime.steerCommitted(p.subagent_id, r.steer_id);
+  if (committed === undefined) return queued;
+  return committed.then((ok) => {
+    if (!ok) throw new RpcError(RpcCode.NatsUnavailable, 'NATS unavailable');
+    return queued;
+  });
+}, { idempotent: true, wire: (a) => (a.status === 'queued' ? a : { status: a.status, subagent_id: a.subagent_id, text: a.text }) }),
+
+'subagent.interrupt': defineMethod('subagent.interrupt', (p, { sessions, runtime }, transport) => {
+  const s = sessions.authorize(p.session_id, transport);
+  return runtime.scoped.interrupt(sessions.scopeOf(s), p.subagent_id);
+}, { idempotent: true }),
+} as const;
