@@ -4,7 +4,7 @@
 // short backoff; the connection's state is tracked for the outage bound.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { CONSUMER_INACTIVE_NS, consumerName, STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './protocol.ts';
+import { CONSUMER_INACTIVE_NS, consumerName, STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './wire.ts';
 
 /** Why NATS could not be used at start: the CLI prints the message as its one line and exits 2. */
 export class NatsStartError extends Error {

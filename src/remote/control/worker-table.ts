@@ -2,8 +2,8 @@
 // its slots the control plane has handed out, and who is waiting for a slot. A worker silent for
 // longer than the loss bound is declared lost (once); a child waits `queued` while no worker has
 // room, and fails after the outage bound only when NATS itself is unreachable.
-import type { Logger } from '../log.ts';
-import type { Heartbeat } from './protocol.ts';
+import type { Logger } from '../../log.ts';
+import type { Heartbeat } from '../wire.ts';
 
 export interface WorkerState {
   readonly id: string;

@@ -2,12 +2,11 @@
 // id, and the runner kinds that send children to workers. The runtime is the in-process one,
 // unchanged: a remote child is a child whose runner relays to a worker (remote-runner.ts), so
 // sessions, authority, the registry, the steer ledger, tail, events and replay all stay here.
-import type { Logger } from '../log.ts';
-import type { Runner } from '../types.ts';
-import type { RunnerKinds } from '../delegation/runners/kinds.ts';
-import { encode, subjects, type Drop, type Heartbeat } from './protocol.ts';
-import { guarded, heartbeatSchema, parse } from './messages.ts';
-import { openNats, type NatsLink } from './nats.ts';
+import type { Logger } from '../../log.ts';
+import type { Runner } from '../../types.ts';
+import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
+import { type Drop, encode, guarded, type Heartbeat, heartbeatSchema, parse, subjects } from '../wire.ts';
+import { openNats, type NatsLink } from '../nats.ts';
 import { RemoteChild } from './remote-child.ts';
 import { RemoteRunner } from './remote-runner.ts';
 import { WorkerTable } from './worker-table.ts';

@@ -2,10 +2,10 @@
 // the control plane as events on `sr.ev.<child>` (in order, one connection), whose delivery
 // points take from the child's mailbox (fetched in the background, acked at delivery), and whose
 // delegate() asks the control plane to spawn (the ids are made here, so it answers at once).
-import { randomIds } from '../ids.ts';
-import { ErrorCode, SubrunError } from '../errors.ts';
-import type { CompletionEntry, DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../types.ts';
-import type { Assign, WorkerEvent } from './protocol.ts';
+import { randomIds } from '../../ids.ts';
+import { ErrorCode, SubrunError } from '../../errors.ts';
+import type { CompletionEntry, DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../../types.ts';
+import type { Assign, WorkerEvent } from '../wire.ts';
 import type { Mailbox } from './mailbox.ts';
 
 /** What the context needs from the worker: sending, spawning, and the clock. */

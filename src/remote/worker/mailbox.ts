@@ -3,10 +3,9 @@
 // are synchronous, find what has arrived. A steer is acked only when it is delivered; anything
 // fetched and never delivered stays unacked and the control plane lists it as missed.
 import type { Consumer, ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
-import type { Steer } from '../types.ts';
-import { consumerName, STEER_STREAM } from './protocol.ts';
-import { mailboxConsumer } from './nats.ts';
-import { steerSchema, tryParse } from './messages.ts';
+import type { Steer } from '../../types.ts';
+import { consumerName, STEER_STREAM, steerSchema, tryParse } from '../wire.ts';
+import { mailboxConsumer } from '../nats.ts';
 
 export class Mailbox {
   readonly #queued: Array<{ steer: Steer; msg: JsMsg }> = [];

@@ -2,7 +2,7 @@
 // resolve, and hands each stage of the child (placement, run, steer acceptance, publish ack) to
 // the child's RemoteChild. One runner may serve many children (the default runner), so nothing
 // per child lives here.
-import type { RunOutcome, Runner, RunnerContext, Steer } from '../types.ts';
+import type { RunOutcome, Runner, RunnerContext, Steer } from '../../types.ts';
 import type { PlacementPort } from './port.ts';
 
 export class RemoteRunner implements Runner {

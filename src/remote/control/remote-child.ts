@@ -3,13 +3,12 @@
 // child's real context (so the registry, transcript, events and replay stay here), its steer
 // publishes, interrupt by request, and the loss accounting when its worker is gone.
 import type { Subscription } from '@nats-io/transport-node';
-import { isSubrunError } from '../errors.ts';
-import { RunnerLostError, type DelegationHandle, type RunOutcome, type RunnerContext, type Steer, type TaskSpec, type ToolCall } from '../types.ts';
-import { consumerName, encode, STEER_STREAM, subjects, type Assign, type AssignReply, type SpawnReply, type SpawnRequest, type WorkerEvent } from './protocol.ts';
-import { assignReplySchema, eventSenderSchema, guarded, parse, spawnRequestSchema, steerSchema, tryParse, workerEventSchema } from './messages.ts';
+import { isSubrunError } from '../../errors.ts';
+import { RunnerLostError, type DelegationHandle, type RunOutcome, type RunnerContext, type Steer, type TaskSpec, type ToolCall } from '../../types.ts';
+import { type Assign, type AssignReply, assignReplySchema, consumerName, encode, eventSenderSchema, guarded, parse, type SpawnReply, type SpawnRequest, spawnRequestSchema, STEER_STREAM, steerSchema, subjects, tryParse, type WorkerEvent, workerEventSchema } from '../wire.ts';
 import type { PlacementPort, RemoteChildHandle } from './port.ts';
 import { NatsUnavailableError, type WorkerState } from './worker-table.ts';
-import { describe, isNotFound, mailboxConsumer } from './nats.ts';
+import { describe, isNotFound, mailboxConsumer } from '../nats.ts';
 
 /** How long a control request (assign, interrupt) may take before it is given up. */
 const REQUEST_MS = 2000;

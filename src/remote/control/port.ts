@@ -1,8 +1,8 @@
 // What a remote child and its runner need of the placement (placement.ts implements it): kept
 // apart so the placement, the child and the runner do not import each other.
-import type { Logger } from '../log.ts';
-import type { RunOutcome, RunnerContext, Steer } from '../types.ts';
-import type { NatsLink } from './nats.ts';
+import type { Logger } from '../../log.ts';
+import type { RunOutcome, RunnerContext, Steer } from '../../types.ts';
+import type { NatsLink } from '../nats.ts';
 import type { PreassignedIds } from './preassigned-ids.ts';
 import type { WorkerTable } from './worker-table.ts';
 

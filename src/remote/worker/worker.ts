@@ -2,13 +2,12 @@
 // knows (the same Runner contract as in-process). It heartbeats its capacity and the children it
 // holds; answers interrupts; sends each child's events and outcome in order; and drops a child
 // when the control plane says its epoch is fenced (this worker was declared lost and came back).
-import type { Logger } from '../log.ts';
-import { randomIds } from '../ids.ts';
-import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../types.ts';
-import type { RunnerKinds } from '../delegation/runners/kinds.ts';
-import { encode, subjects, type Assign, type AssignReply, type Drop, type Heartbeat, type SpawnRequest } from './protocol.ts';
-import { assignSchema, controlRequestSchema, dropSchema, guarded, inboundSchema, parse, spawnReplySchema, tryParse } from './messages.ts';
-import { describe, openNats, type NatsLink } from './nats.ts';
+import type { Logger } from '../../log.ts';
+import { randomIds } from '../../ids.ts';
+import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../../types.ts';
+import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
+import { type Assign, type AssignReply, assignSchema, controlRequestSchema, type Drop, dropSchema, encode, guarded, type Heartbeat, inboundSchema, parse, spawnReplySchema, type SpawnRequest, subjects, tryParse } from '../wire.ts';
+import { describe, openNats, type NatsLink } from '../nats.ts';
 import { Mailbox } from './mailbox.ts';
 import { WorkerContext } from './worker-context.ts';
 import type { Subscription } from '@nats-io/transport-node';
