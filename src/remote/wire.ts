@@ -91,7 +91,8 @@ export interface SpawnRequest {
   /** Ids the worker made (its delegate() answers them synchronously); the control plane uses them. */
   readonly delegation_id: string;
   readonly subagent_ids: readonly string[];
-  readonly tasks: ReadonlyArray<{ readonly goal: string; readonly context?: string; readonly agent?: Record<string, unknown> }>;
+  /** `agent` as the child's task gave it; the control plane checks it is an agent spec. */
+  readonly tasks: ReadonlyArray<{ readonly goal: string; readonly context?: string; readonly agent?: unknown }>;
   readonly timeout_ms?: number;
 }
 
@@ -100,6 +101,11 @@ export type SpawnReply = { readonly ok: true } | { readonly ok: false; readonly 
 export interface ControlRequest {
   readonly op: 'interrupt';
   readonly epoch: number;
+}
+
+/** An agent spec as the wire carries it: a JSON object (`{kind, ...}`). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 const encoder = new TextEncoder();
