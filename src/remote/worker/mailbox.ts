@@ -1,16 +1,19 @@
-// A child's steer mailbox as its worker reads it: the child's durable pull consumer, consumed in
-// the background into a local buffer (fetched, not acked) so the runner's delivery points, which
-// are synchronous, find what has arrived. A steer is acked only when it is delivered; anything
-// fetched and never delivered stays unacked and the control plane lists it as missed.
+// A child's steer mailbox as its worker reads it: the child's durable pull consumer, consumed in the
+// background into the child's SteerInbox, so that a steer is acked only when the runner delivers it.
 import type { Consumer, ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import { SteerInbox } from '../../child/steering.ts';
 import type { Steer } from '../../types.ts';
-import { consumerName, STEER_STREAM, steerSchema, tryParse } from '../wire.ts';
 import { mailboxConsumer } from '../nats.ts';
+import { consumerName, STEER_STREAM, steerSchema, tryParse } from '../wire.ts';
 
 export class Mailbox {
-  readonly #queued: Array<{ steer: Steer; msg: JsMsg }> = [];
-  readonly #taken = new Map<string, JsMsg>();
-  #waiters = new Set<() => void>();
+  /** Fetched (queued), handed to the runner (taken), delivered, and the wait for a steer: the inbox's. */
+  readonly #inbox = new SteerInbox();
+  /**
+   * What the inbox does not keep, by steer_id, until the steer is delivered: its NATS message (the
+   * ack is the delivery) and the control plane's steer (whose seq is the child's acceptance order).
+   */
+  readonly #fetched = new Map<string, { readonly steer: Steer; readonly msg: JsMsg }>();
   #messages: ConsumerMessages | undefined;
   #closed = false;
 
@@ -34,53 +37,39 @@ export class Mailbox {
           continue;
         }
         // A redelivery of one already here (fetched again after a reconnect) is not a second steer.
-        if (this.#taken.has(steer.steer_id) || this.#queued.some((q) => q.steer.steer_id === steer.steer_id)) continue;
-        this.#queued.push({ steer, msg });
-        const waiters = this.#waiters;
-        this.#waiters = new Set();
-        for (const w of waiters) w();
+        if (this.#fetched.has(steer.steer_id)) continue;
+        this.#fetched.set(steer.steer_id, { steer, msg });
+        if (this.#inbox.push(steer.steer_id, steer.text) === null) this.#fetched.delete(steer.steer_id);
       }
     })().catch(() => undefined);
   }
 
   /** Everything fetched so far, in acceptance order; moved to taken (still unacked). */
   take(): Steer[] {
-    const out = this.#queued.splice(0).sort((a, b) => a.steer.seq - b.steer.seq);
-    for (const { steer, msg } of out) this.#taken.set(steer.steer_id, msg);
-    return out.map((q) => q.steer);
+    return this.#inbox
+      .take()
+      .flatMap((s) => this.#fetched.get(s.steer_id)?.steer ?? [])
+      .sort((a, b) => a.seq - b.seq);
   }
 
   /** Acks taken steers (delivered); returns those newly acked. */
   ack(steers: readonly Steer[]): Steer[] {
-    const out: Steer[] = [];
-    for (const s of steers) {
-      const msg = this.#taken.get(s.steer_id);
-      if (!msg) continue;
-      this.#taken.delete(s.steer_id);
-      msg.ack();
-      out.push(s);
+    const acked = this.#inbox.confirm(steers);
+    for (const s of acked) {
+      this.#fetched.get(s.steer_id)?.msg.ack();
+      this.#fetched.delete(s.steer_id);
     }
-    return out;
+    return acked;
   }
 
+  /** Resolves when a steer is fetched (at once if one waits), on close, or when a signal aborts. */
   arrived(signal: AbortSignal, cancel?: AbortSignal): Promise<void> {
-    if (this.#queued.length > 0 || signal.aborted || cancel?.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.#waiters.delete(done);
-        signal.removeEventListener('abort', done);
-        cancel?.removeEventListener('abort', done);
-        resolve();
-      };
-      this.#waiters.add(done);
-      signal.addEventListener('abort', done, { once: true });
-      cancel?.addEventListener('abort', done, { once: true });
-    });
+    return this.#inbox.waitForSteer(signal, cancel);
   }
 
   close(): void {
     this.#closed = true;
     void this.#messages?.close();
-    for (const w of [...this.#waiters]) w();
+    this.#inbox.seal();
   }
 }
