@@ -1,7 +1,7 @@
 // The NATS connection of the control plane and of each worker: checked at start (reachable, JetStream,
 // the steer stream) so a bad server is one line and exit 2; afterwards it reconnects for ever.
 import { connect, RequestError, type NatsConnection } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiCodes, JetStreamApiError, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { systemClock, type Clock } from '../clock.ts';
 import { CONSUMER_INACTIVE_NS, consumerName, STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './wire.ts';
 import { Latch, within } from './wait.ts';
@@ -123,9 +123,9 @@ export function isNoResponders(err: unknown): boolean {
   return err instanceof RequestError && err.isNoResponders();
 }
 
+/** JetStream's answer that the consumer or the stream does not exist. */
 export function isNotFound(err: unknown): boolean {
-  const code = (err as { api_error?: { err_code?: unknown } } | null)?.api_error?.err_code;
-  return code === 10014 || code === 10059;
+  return err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.ConsumerNotFound || err.code === JetStreamApiCodes.StreamNotFound);
 }
 
 export function describe(err: unknown): string {
