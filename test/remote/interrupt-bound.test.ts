@@ -1,7 +1,5 @@
-// An interrupt a worker never answers (each request times out, yet the worker heartbeats on) is
-// retried a bounded number of times, then the child settles alone as `child_lost`, fenced on its
-// worker. In process: the real runtime, RemoteRunner and RemoteChild over a NATS link the test
-// plays, on a manual clock, so each request's timeout is the test's to give.
+// An interrupt a worker never answers is asked a bounded number of times, then the child settles
+// alone as child_lost: the real runtime and RemoteChild over a NATS link the test plays, manual clock.
 import { describe, expect, it } from 'vitest';
 import { errors, type NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
