@@ -214,6 +214,13 @@ export interface RunnerContext {
 }
 
 /**
+ * Where an accepted steer stands once its runner's commit settles (Runner.committed): `stored` (in
+ * the mailbox), `refused` (surely never stored: withdrawn, no trace) or `unknown` (it may yet
+ * arrive: the host hears an error, and the steer stays in the ledger, ending delivered or missed).
+ */
+export type SteerCommit = 'stored' | 'refused' | 'unknown';
+
+/**
  * A runner runs one child. The contract:
  * - It must not throw for run failures: it reports them as `{status: 'failed', error}`. A throw is
  *   still caught and becomes status `error`.
@@ -239,11 +246,10 @@ export interface Runner {
    */
   place?(ctx: RunnerContext): Promise<void>;
   /**
-   * Optional, with `onSteer`: the promise that an accepted steer reached the child's mailbox
-   * (a remote runner publishes it and resolves on the publish ack). A host is told `queued` only
-   * once it resolves; undefined means nothing to wait for. A rejection withdraws the steer (no
-   * trace) unless the error says `withdraw: false`: its outcome is unknown (it may yet arrive),
-   * so it stays in the ledger and ends delivered or missed like any other.
+   * Optional, with `onSteer`: whether an accepted steer reached the child's mailbox (a remote
+   * runner publishes it and settles on the publish ack). A host is told `queued` only once it
+   * resolves `stored`; undefined means nothing to wait for. See SteerCommit for the other two; a
+   * rejection counts as `refused`.
    */
-  committed?(subagent_id: string, steer_id: string): Promise<void> | undefined;
+  committed?(subagent_id: string, steer_id: string): Promise<SteerCommit> | undefined;
 }

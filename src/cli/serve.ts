@@ -15,7 +15,7 @@ import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './fl
 import { openaiKind, openaiRunner } from '../agent/runner.ts';
 import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
 import { SCRIPTED_MODEL } from '../delegation/runners/scripted.ts';
-import type { Placement } from '../remote/placement.ts';
+import type { Placement } from '../remote/control/placement.ts';
 import { createLogger } from '../log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../rpc/reply-budget.ts';
@@ -230,7 +230,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
 /** The remote placement; NATS unreachable (or without JetStream) is one line and exit 2. */
 async function openPlacement(url: string, v: Record<string, unknown>, logger: ReturnType<typeof createLogger>): Promise<Placement> {
   // Loaded only with --nats: the NATS client costs the in-process server nothing at start.
-  const [{ Placement }, { NatsStartError }] = await Promise.all([import('../remote/placement.ts'), import('../remote/nats.ts')]);
+  const [{ Placement }, { NatsStartError }] = await Promise.all([import('../remote/control/placement.ts'), import('../remote/nats.ts')]);
   try {
     return await Placement.open({
       url,

@@ -9,7 +9,7 @@ import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
 import { createLogger } from '../log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { NatsStartError } from '../remote/nats.ts';
-import { Worker } from '../remote/worker.ts';
+import { Worker } from '../remote/worker/worker.ts';
 
 export const WORKER_FLAGS = [
   { flag: 'nats', env: 'SUBRUN_NATS', kind: 'string', arg: 'URL', help: 'the NATS server with JetStream the control plane uses, e.g. nats://127.0.0.1:4222 (required)' },

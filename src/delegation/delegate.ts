@@ -40,8 +40,8 @@ export interface ResolvedTask {
   readonly runner: Runner | undefined;
 }
 
-/** Validates a batch and resolves each task's runner; throws a SubrunError naming the field. */
-export function validateTasks(tasks: unknown, maxConcurrent: number, kinds: RunnerKinds): ResolvedTask[] {
+/** A batch is a non-empty array of at most `maxConcurrent` tasks (a worker's delegate() checks the same). */
+export function checkBatch(tasks: unknown, maxConcurrent: number): asserts tasks is readonly unknown[] {
   if (!Array.isArray(tasks) || tasks.length === 0) {
     throw new SubrunError(ErrorCode.TasksRequired, 'tasks required: pass a non-empty array of {goal, context?, runner?}', [
       { path: 'tasks', message: Array.isArray(tasks) ? 'must not be empty' : 'must be an array' },
@@ -54,6 +54,11 @@ export function validateTasks(tasks: unknown, maxConcurrent: number, kinds: Runn
       [{ path: 'tasks', message: `at most ${maxConcurrent} tasks` }],
     );
   }
+}
+
+/** Validates a batch and resolves each task's runner; throws a SubrunError naming the field. */
+export function validateTasks(tasks: unknown, maxConcurrent: number, kinds: RunnerKinds): ResolvedTask[] {
+  checkBatch(tasks, maxConcurrent);
   const issues: Issue[] = [];
   const parsed: ResolvedTask[] = [];
   tasks.forEach((task, i) => {

@@ -270,7 +270,8 @@ function mergePending(core: Core, record: ChildRecord, settled: Settled, leftove
   return leftovers;
 }
 
-function isOutcome(value: unknown): value is RunOutcome {
+/** A runner's return value is an outcome (a worker checks its runners' alike). */
+export function isOutcome(value: unknown): value is RunOutcome {
   if (typeof value !== 'object' || value === null) return false;
   const status = (value as { status?: unknown }).status;
   return status === 'completed' || status === 'failed' || status === 'interrupted';

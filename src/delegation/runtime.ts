@@ -212,14 +212,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const record = registry.get(id);
       const pending = record?.runner.committed?.(id, steer_id);
       if (!record || !pending) return undefined;
-      // Not in the mailbox: withdrawn if still queued here (no trace); if it was taken or sealed
-      // meanwhile it is in the ledger already and ends delivered or missed, so it stays accepted.
-      // An outcome the runner cannot know (`withdraw: false`) is kept: the host hears the error,
-      // and the steer still ends delivered or missed.
-      return pending.then(
-        () => true,
-        (err: unknown) => ((err as { withdraw?: unknown } | null)?.withdraw === false ? false : !record.inbox.withdraw(steer_id)),
-      );
+      // Refused: withdrawn if still queued here (no trace); if it was taken or sealed meanwhile it
+      // is in the ledger already and ends delivered or missed, so it stays accepted. An unknown
+      // outcome is kept: the host hears the error, and the steer still ends delivered or missed.
+      const refused = () => !record.inbox.withdraw(steer_id);
+      return pending.then((commit) => (commit === 'refused' ? refused() : commit === 'stored'), refused);
     },
     interruptSubagent: (id) => registry.interruptSubagent(id),
     interrupt: (id) => registry.interrupt(id),

@@ -1,10 +1,10 @@
-// Connecting to NATS for the control plane and the workers: one connection each, checked at start
-// (reachable, JetStream enabled, the steer stream in place) so a bad URL or a server without
-// JetStream is one line and exit 2, never a hang. Once up, the client reconnects for ever with a
-// short backoff; the connection's state is tracked for the outage bound.
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { CONSUMER_INACTIVE_NS, consumerName, STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './protocol.ts';
+// The NATS connection of the control plane and of each worker: checked at start (reachable, JetStream,
+// the steer stream) so a bad server is one line and exit 2; afterwards it reconnects for ever.
+import { connect, RequestError, type NatsConnection } from '@nats-io/transport-node';
+import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiCodes, JetStreamApiError, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { systemClock, type Clock } from '../clock.ts';
+import { CONSUMER_INACTIVE_NS, consumerName, STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './wire.ts';
+import { Latch, within } from './wait.ts';
 
 /** Why NATS could not be used at start: the CLI prints the message as its one line and exits 2. */
 export class NatsStartError extends Error {
@@ -27,7 +27,7 @@ export interface NatsLink {
 /** Two minutes: a steer retried within it is deduplicated by its steer_id. */
 const DUPLICATE_WINDOW_NS = 120_000_000_000;
 
-export async function openNats(url: string, name: string): Promise<NatsLink> {
+export async function openNats(url: string, name: string, clock: Clock = systemClock): Promise<NatsLink> {
   let nc: NatsConnection;
   try {
     // timeout bounds the handshake (a port that accepts TCP but never speaks NATS).
@@ -45,13 +45,16 @@ export async function openNats(url: string, name: string): Promise<NatsLink> {
   }
   const js = jetstream(nc);
   let downSince: number | undefined;
-  let waiters: Array<(up: boolean) => void> = [];
+  // Opened true on reconnect, false on close; a new one for each outage.
+  let up = new Latch<boolean>();
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === 'disconnect') downSince ??= Date.now();
-      else if (s.type === 'reconnect') {
+      if (s.type === 'disconnect' && downSince === undefined) {
+        downSince = clock.now();
+        up = new Latch<boolean>();
+      } else if (s.type === 'reconnect') {
         downSince = undefined;
-        for (const w of waiters.splice(0)) w(true);
+        up.open(true);
       }
     }
   })().catch(() => undefined);
@@ -65,25 +68,14 @@ export async function openNats(url: string, name: string): Promise<NatsLink> {
     get downSince() {
       return downSince;
     },
-    whenUp(bound_ms) {
-      if (downSince === undefined) return Promise.resolve(!nc.isClosed());
-      const left = downSince + bound_ms - Date.now();
-      if (left <= 0) return Promise.resolve(false);
-      return new Promise((resolve) => {
-        const timer = setTimeout(() => {
-          waiters = waiters.filter((w) => w !== wake);
-          resolve(false);
-        }, left);
-        timer.unref();
-        const wake = (up: boolean) => {
-          clearTimeout(timer);
-          resolve(up);
-        };
-        waiters.push(wake);
-      });
+    async whenUp(bound_ms) {
+      if (downSince === undefined) return !nc.isClosed();
+      const left = downSince + bound_ms - clock.now();
+      if (left <= 0) return false;
+      return (await within(clock, left, up.promise)) ?? false;
     },
     close: async () => {
-      for (const w of waiters.splice(0)) w(false);
+      up.open(false);
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
     },
   };
@@ -126,9 +118,14 @@ export function mailboxConsumer(child: string): Partial<ConsumerConfig> {
   };
 }
 
+/** A request nobody is subscribed to answer (the subject's service is gone). */
+export function isNoResponders(err: unknown): boolean {
+  return err instanceof RequestError && err.isNoResponders();
+}
+
+/** JetStream's answer that the consumer or the stream does not exist. */
 export function isNotFound(err: unknown): boolean {
-  const code = (err as { api_error?: { err_code?: unknown } } | null)?.api_error?.err_code;
-  return code === 10014 || code === 10059;
+  return err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.ConsumerNotFound || err.code === JetStreamApiCodes.StreamNotFound);
 }
 
 export function describe(err: unknown): string {

@@ -8,7 +8,7 @@
 // fail and its queue drained at a chosen point; over a real listener on 127.0.0.1 for HTTP, and
 // an in-memory JSON-RPC connection.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunOutcome, Runner, RunnerContext } from '../../src/types.ts';
+import type { RunOutcome, Runner, RunnerContext, SteerCommit } from '../../src/types.ts';
 import { createHttpApi } from '../../src/http/api.ts';
 import { silentLogger } from '../../src/log.ts';
 import { RpcCode } from '../../src/server/errors.ts';
@@ -19,7 +19,7 @@ import { WAIT_MS } from '../helpers/process.ts';
 
 const TOKEN = 'async-answers-token';
 
-/** A runner that takes steers and commits each as `commit` says: resolved, or rejected (bus down). */
+/** A runner that takes steers and commits each as `commit` says: stored, or refused (bus down). */
 class CommittingRunner implements Runner {
   readonly model = 'committing';
   commit: 'ok' | 'fail' = 'ok';
@@ -31,9 +31,9 @@ class CommittingRunner implements Runner {
     const ctx = this.#ctx as RunnerContext;
     ctx.confirmDelivered(ctx.takeSteers());
   }
-  committed(): Promise<void> {
+  committed(): Promise<SteerCommit> {
     this.commits++;
-    return this.commit === 'ok' ? Promise.resolve() : Promise.reject(new Error('bus down'));
+    return Promise.resolve(this.commit === 'ok' ? 'stored' : 'refused');
   }
   async run(ctx: RunnerContext): Promise<RunOutcome> {
     this.#ctx = ctx;

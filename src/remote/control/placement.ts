@@ -1,13 +1,11 @@
-// The control plane's remote placement: the NATS link, the worker table, every remote child by
-// id, and the runner kinds that send children to workers. The runtime is the in-process one,
-// unchanged: a remote child is a child whose runner relays to a worker (remote-runner.ts), so
-// sessions, authority, the registry, the steer ledger, tail, events and replay all stay here.
-import type { Logger } from '../log.ts';
-import type { Runner } from '../types.ts';
-import type { RunnerKinds } from '../delegation/runners/kinds.ts';
-import { encode, subjects, type Drop, type Heartbeat } from './protocol.ts';
-import { guarded, heartbeatSchema, parse } from './messages.ts';
-import { openNats, type NatsLink } from './nats.ts';
+// The control plane's remote placement: the NATS link, the worker table and every remote child by id.
+// The runtime stays the in-process one: a remote child is a child whose runner relays to a worker.
+import { systemClock, type Clock } from '../../clock.ts';
+import type { Logger } from '../../log.ts';
+import type { Runner } from '../../types.ts';
+import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
+import { type Drop, encode, guarded, type Heartbeat, heartbeatSchema, isRecord, parse, subjects } from '../wire.ts';
+import { openNats, type NatsLink } from '../nats.ts';
 import { RemoteChild } from './remote-child.ts';
 import { RemoteRunner } from './remote-runner.ts';
 import { WorkerTable } from './worker-table.ts';
@@ -21,6 +19,8 @@ export interface PlacementOptions {
   /** During a NATS outage, how long a spawn waits for a worker before it fails. Default 30000 ms. */
   readonly nats_outage_ms?: number;
   readonly logger: Logger;
+  /** Every bound and deadline of the control plane's remote side. Default: the system clock. */
+  readonly clock?: Clock;
 }
 
 export class Placement implements PlacementPort {
@@ -28,6 +28,7 @@ export class Placement implements PlacementPort {
   readonly workers: WorkerTable;
   readonly ids = new PreassignedIds();
   readonly logger: Logger;
+  readonly clock: Clock;
   /** Steer publish-ack bound: a steer during an outage gets an error within it. */
   readonly publish_ms: number;
   /** How long a spawn waits for NATS during an outage. */
@@ -40,6 +41,7 @@ export class Placement implements PlacementPort {
   private constructor(link: NatsLink, options: PlacementOptions) {
     this.link = link;
     this.logger = options.logger;
+    this.clock = options.clock ?? systemClock;
     const outage = options.nats_outage_ms ?? 30_000;
     this.outage_ms = outage;
     this.publish_ms = Math.min(5000, Math.max(500, outage));
@@ -47,6 +49,7 @@ export class Placement implements PlacementPort {
       loss_ms: options.worker_loss_ms ?? 3000,
       outage_ms: outage,
       logger: options.logger,
+      clock: this.clock,
       downSince: () => link.downSince,
       onLost: (worker) => this.#lost(worker),
     });
@@ -55,7 +58,7 @@ export class Placement implements PlacementPort {
 
   /** Connects (one line and exit 2 at start when NATS or JetStream is missing: NatsStartError). */
   static async open(options: PlacementOptions): Promise<Placement> {
-    const link = await openNats(options.url, 'subrun-control-plane');
+    const link = await openNats(options.url, 'subrun-control-plane', options.clock);
     return new Placement(link, options);
   }
 
@@ -65,7 +68,7 @@ export class Placement implements PlacementPort {
     for (const [name, kind] of Object.entries(local)) {
       out[name] = {
         schema: kind.schema,
-        create: (spec) => new RemoteRunner(this, { ...(spec as Record<string, unknown>), kind: name }, kind.create(spec).model),
+        create: (spec) => new RemoteRunner(this, { ...(isRecord(spec) ? spec : {}), kind: name }, kind.create(spec).model),
       };
     }
     return out;

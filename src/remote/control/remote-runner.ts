@@ -1,8 +1,6 @@
-// The Runner the control plane gives a remote child: it holds the agent spec the worker will
-// resolve, and hands each stage of the child (placement, run, steer acceptance, publish ack) to
-// the child's RemoteChild. One runner may serve many children (the default runner), so nothing
-// per child lives here.
-import type { RunOutcome, Runner, RunnerContext, Steer } from '../types.ts';
+// The Runner the control plane gives a remote child: it holds the agent spec the worker resolves and
+// hands each stage (place, run, steer, commit) to the child's RemoteChild; nothing per child lives here.
+import type { RunOutcome, Runner, RunnerContext, Steer, SteerCommit } from '../../types.ts';
 import type { PlacementPort } from './port.ts';
 
 export class RemoteRunner implements Runner {
@@ -39,7 +37,7 @@ export class RemoteRunner implements Runner {
     this.#child(ctx).publishSteer(steer);
   }
 
-  committed(subagent_id: string, steer_id: string): Promise<void> | undefined {
+  committed(subagent_id: string, steer_id: string): Promise<SteerCommit> | undefined {
     return this.#p.find(subagent_id)?.committed(steer_id);
   }
 }

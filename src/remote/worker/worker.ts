@@ -1,16 +1,16 @@
-// `subrun worker`: takes children from the control plane and runs them with the runner kinds it
-// knows (the same Runner contract as in-process). It heartbeats its capacity and the children it
-// holds; answers interrupts; sends each child's events and outcome in order; and drops a child
-// when the control plane says its epoch is fenced (this worker was declared lost and came back).
-import type { Logger } from '../log.ts';
-import { randomIds } from '../ids.ts';
-import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../types.ts';
-import type { RunnerKinds } from '../delegation/runners/kinds.ts';
-import { encode, subjects, type Assign, type AssignReply, type Drop, type Heartbeat, type SpawnRequest } from './protocol.ts';
-import { assignSchema, controlRequestSchema, dropSchema, guarded, inboundSchema, parse, spawnReplySchema, tryParse } from './messages.ts';
-import { describe, openNats, type NatsLink } from './nats.ts';
+// `subrun worker`: takes children from the control plane and runs them through the same Runner
+// contract as in-process, heartbeating its capacity and dropping any child whose epoch is fenced.
+import { systemClock, type Clock } from '../../clock.ts';
+import type { Logger } from '../../log.ts';
+import { randomIds } from '../../ids.ts';
+import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../../types.ts';
+import { isOutcome } from '../../delegation/run-child.ts';
+import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
+import { type Assign, type AssignReply, assignSchema, controlRequestSchema, type Drop, dropSchema, encode, guarded, type Heartbeat, inboundSchema, parse, spawnReplySchema, type SpawnRequest, subjects, tryParse } from '../wire.ts';
+import { describe, openNats, type NatsLink } from '../nats.ts';
+import { every, Latch, within } from '../wait.ts';
 import { Mailbox } from './mailbox.ts';
-import { WorkerContext } from './worker-context.ts';
+import { refusedEntry, WorkerContext } from './worker-context.ts';
 import type { Subscription } from '@nats-io/transport-node';
 
 export interface WorkerOptions {
@@ -21,6 +21,8 @@ export interface WorkerOptions {
   readonly heartbeat_ms?: number;
   readonly kinds: RunnerKinds;
   readonly logger: Logger;
+  /** Every wait and timestamp of the worker and of its children's contexts. Default: the system clock. */
+  readonly clock?: Clock;
 }
 
 /** One child on this worker. */
@@ -40,19 +42,26 @@ export class Worker {
   readonly #link: NatsLink;
   readonly #options: WorkerOptions;
   readonly #capacity: number;
+  readonly #clock: Clock;
   readonly #held = new Map<string, Held>();
-  #timer: NodeJS.Timeout | undefined;
+  #stopHeartbeats: (() => void) | undefined;
+  /** Ends the keep-alive held from start to stop. */
+  #endKeepAlive: (() => void) | undefined;
+  /** Opened when the last child is released during stop(). */
+  #drained: Latch | undefined;
   #draining = false;
 
-  private constructor(link: NatsLink, options: WorkerOptions) {
+  private constructor(link: NatsLink, options: WorkerOptions, clock: Clock) {
     this.#link = link;
     this.#options = options;
+    this.#clock = clock;
     this.#capacity = options.max_children ?? 16;
   }
 
   static async start(options: WorkerOptions): Promise<Worker> {
-    const link = await openNats(options.url, 'subrun-worker');
-    const w = new Worker(link, options);
+    const clock = options.clock ?? systemClock;
+    const link = await openNats(options.url, 'subrun-worker', clock);
+    const w = new Worker(link, options, clock);
     w.#listen();
     return w;
   }
@@ -74,7 +83,9 @@ export class Worker {
     });
     nc.subscribe(subjects.drop(this.id), { callback: guarded(log, (m) => this.#drop(parse(dropSchema, m.data, log, m.subject))) });
     this.#heartbeat();
-    this.#timer = setInterval(() => this.#heartbeat(), this.#options.heartbeat_ms ?? 1000);
+    // The process lives as long as the worker does (the clock's timers keep nothing alive).
+    this.#endKeepAlive = this.#clock.keepAlive?.();
+    this.#stopHeartbeats = every(this.#clock, this.#options.heartbeat_ms ?? 1000, () => this.#heartbeat());
     this.#options.logger.info({ worker: this.id, capacity: this.#capacity }, 'worker ready');
   }
 
@@ -127,6 +138,7 @@ export class Worker {
       ctx: new WorkerContext(
         a,
         {
+          clock: this.#clock,
           send,
           spawn: (delegation_id, subagent_ids, tasks, options) => this.#spawn(held, delegation_id, subagent_ids, tasks, options),
         },
@@ -148,7 +160,7 @@ export class Worker {
         callback: guarded(log, (m) => {
           const msg = parse(inboundSchema, m.data, log, m.subject);
           if (!msg) return;
-          results.get(msg.delegation_id)?.(msg.entries as CompletionEntry[]);
+          results.get(msg.delegation_id)?.(msg.entries);
           results.delete(msg.delegation_id);
         }),
       }),
@@ -180,18 +192,17 @@ export class Worker {
       subjects.events(held.assign.child),
       encode({ type: 'finish', outcome: { ...outcome, pending_steer: pending }, epoch: held.assign.epoch, worker: this.id }),
     );
-    this.#release(held);
+    this.#letGo(held);
   }
 
   #spawn(held: Held, delegation_id: string, subagent_ids: readonly string[], tasks: readonly TaskSpec[], options: DelegateOptions): Promise<CompletionEntry[]> {
     const own = held.assign.agent;
     // A task with an in-process runner object (the openai runner's grandchildren) runs the parent's own spec.
-    const wire = tasks.map((t) => ({
-      goal: t.goal,
-      ...(t.context !== undefined ? { context: t.context } : {}),
-      ...(t.agent !== undefined ? { agent: t.agent as Record<string, unknown> } : t.runner !== undefined ? { agent: own } : {}),
-    }));
-    const req: SpawnRequest = { epoch: held.assign.epoch, worker: this.id, delegation_id, subagent_ids, tasks: wire as SpawnRequest['tasks'], ...(options.timeout_ms !== undefined ? { timeout_ms: options.timeout_ms } : {}) };
+    const wire = tasks.map((t) => {
+      const agent = t.agent !== undefined ? t.agent : t.runner !== undefined ? own : undefined;
+      return { goal: t.goal, ...(t.context !== undefined ? { context: t.context } : {}), ...(agent !== undefined ? { agent } : {}) };
+    });
+    const req: SpawnRequest = { epoch: held.assign.epoch, worker: this.id, delegation_id, subagent_ids, tasks: wire, ...(options.timeout_ms !== undefined ? { timeout_ms: options.timeout_ms } : {}) };
     return new Promise((resolve) => {
       const refused = (error: string) => resolve(subagent_ids.map((subagent_id, task_index) => refusedEntry(subagent_id, task_index, error)));
       held.waiting++;
@@ -226,35 +237,28 @@ export class Worker {
       held.ctx.close();
       held.ctx.abort('dropped');
       held.mailbox.close();
-      this.#release(held);
-      this.#options.logger.warn({ subagent_id: child, epoch }, 'dropped a fenced child');
-      process.stderr.write(`subrun worker: dropped ${child} (epoch ${epoch} fenced by the control plane)\n`);
+      this.#letGo(held);
+      this.#options.logger.warn({ subagent_id: child, epoch }, `dropped ${child} (epoch ${epoch} fenced by the control plane)`);
     }
   }
 
-  #release(held: Held): void {
+  /** Lets a child go (finished or dropped): its slot and subscriptions. */
+  #letGo(held: Held): void {
     for (const s of held.subs) s.unsubscribe();
     this.#held.delete(held.assign.child);
     this.#heartbeat();
+    if (this.#held.size === 0) this.#drained?.open();
   }
 
-  /** Stops taking children, interrupts those it holds, sends their outcomes, then closes. */
+  /** Stops taking children, interrupts those it holds, sends their outcomes (within the grace), then closes. */
   async stop(grace_ms = 5000): Promise<void> {
     this.#draining = true;
+    const drained = (this.#drained = new Latch());
+    if (this.#held.size === 0) drained.open();
     for (const h of this.#held.values()) h.ctx.abort('interrupt');
-    const deadline = Date.now() + grace_ms;
-    while (this.#held.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    clearInterval(this.#timer);
+    await within(this.#clock, grace_ms, drained.promise);
+    this.#stopHeartbeats?.();
+    this.#endKeepAlive?.();
     await this.#link.close();
   }
-}
-
-function refusedEntry(subagent_id: string, task_index: number, error: string): CompletionEntry {
-  return { task_index, subagent_id, status: 'error', exit_reason: 'spawn_refused', summary: '', error, api_calls: 0, duration_seconds: 0, model: '', tokens: { input: 0, output: 0 }, tool_trace: [] };
-}
-
-function isOutcome(value: unknown): value is RunOutcome {
-  if (typeof value !== 'object' || value === null) return false;
-  const status = (value as { status?: unknown }).status;
-  return status === 'completed' || status === 'failed' || status === 'interrupted';
 }

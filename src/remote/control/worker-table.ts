@@ -1,9 +1,9 @@
-// The control plane's view of its workers: who is heartbeating, with what capacity, how many of
-// its slots the control plane has handed out, and who is waiting for a slot. A worker silent for
-// longer than the loss bound is declared lost (once); a child waits `queued` while no worker has
-// room, and fails after the outage bound only when NATS itself is unreachable.
-import type { Logger } from '../log.ts';
-import type { Heartbeat } from './protocol.ts';
+// The control plane's workers: who heartbeats, with what capacity and slots in use, and who waits for
+// a slot; a worker silent past the loss bound is lost (once), a waiter fails only in a NATS outage.
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log.ts';
+import type { Heartbeat } from '../wire.ts';
+import { every } from '../wait.ts';
 
 export interface WorkerState {
   readonly id: string;
@@ -33,6 +33,7 @@ export interface WorkerTableOptions {
   readonly loss_ms: number;
   readonly outage_ms: number;
   readonly logger: Logger;
+  readonly clock: Clock;
   /** When the outage began (undefined while connected). */
   readonly downSince: () => number | undefined;
   readonly onLost: (worker: string) => void;
@@ -42,13 +43,12 @@ export class WorkerTable {
   readonly #workers = new Map<string, WorkerState>();
   readonly #waiting: Waiter[] = [];
   readonly #options: WorkerTableOptions;
-  readonly #timer: NodeJS.Timeout;
+  readonly #stopChecks: () => void;
 
   constructor(options: WorkerTableOptions) {
     this.#options = options;
     // A quarter of the loss bound: a silent worker is noticed within 1.25x the bound.
-    this.#timer = setInterval(() => this.#check(), Math.max(50, Math.min(250, Math.floor(options.loss_ms / 4))));
-    this.#timer.unref();
+    this.#stopChecks = every(options.clock, Math.max(50, Math.min(250, Math.floor(options.loss_ms / 4))), () => this.#check());
   }
 
   get size(): number {
@@ -62,12 +62,12 @@ export class WorkerTable {
   heartbeat(hb: Heartbeat): void {
     let w = this.#workers.get(hb.worker);
     if (!w) {
-      w = { id: hb.worker, capacity: hb.capacity, lastSeen: Date.now(), slots: 0, full: false };
+      w = { id: hb.worker, capacity: hb.capacity, lastSeen: this.#options.clock.now(), slots: 0, full: false };
       this.#workers.set(hb.worker, w);
       this.#options.logger.info({ worker: hb.worker, capacity: hb.capacity }, 'worker joined');
     }
     w.capacity = hb.capacity;
-    w.lastSeen = Date.now();
+    w.lastSeen = this.#options.clock.now();
     w.full = false;
     this.#pump();
   }
@@ -122,7 +122,7 @@ export class WorkerTable {
   }
 
   close(): void {
-    clearInterval(this.#timer);
+    this.#stopChecks();
     for (const w of this.#waiting.splice(0)) {
       w.cancel();
       w.reject(new NatsUnavailableError());
@@ -141,8 +141,8 @@ export class WorkerTable {
   #pump(): void {
     while (this.#waiting.length > 0) {
       const w = this.#pick();
-      if (!w) return;
-      const waiter = this.#waiting.shift() as Waiter;
+      const waiter = w && this.#waiting.shift();
+      if (!w || !waiter) return;
       waiter.cancel();
       w.slots++;
       waiter.resolve(w);
@@ -155,7 +155,7 @@ export class WorkerTable {
   }
 
   #check(): void {
-    const now = Date.now();
+    const now = this.#options.clock.now();
     const down = this.#options.downSince();
     for (const w of [...this.#workers.values()]) {
       if (now - w.lastSeen > this.#options.loss_ms) this.lose(w.id);

@@ -1,16 +1,18 @@
-// What a runner sees on a worker: the same RunnerContext as in-process, whose effects travel to
-// the control plane as events on `sr.ev.<child>` (in order, one connection), whose delivery
-// points take from the child's mailbox (fetched in the background, acked at delivery), and whose
-// delegate() asks the control plane to spawn (the ids are made here, so it answers at once).
-import { randomIds } from '../ids.ts';
-import { ErrorCode, SubrunError } from '../errors.ts';
-import type { CompletionEntry, DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../types.ts';
-import type { Assign, WorkerEvent } from './protocol.ts';
+// What a runner sees on a worker: the in-process RunnerContext, whose effects travel to the control
+// plane as events, whose delivery points take from the child's mailbox and whose time is the Clock.
+import { sleep, type Clock } from '../../clock.ts';
+import { checkBatch } from '../../delegation/delegate.ts';
+import { ErrorCode, SubrunError } from '../../errors.ts';
+import { randomIds } from '../../ids.ts';
+import type { CompletionEntry, DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../../types.ts';
+import type { Assign, WorkerEvent } from '../wire.ts';
 import type { Mailbox } from './mailbox.ts';
 
 /** What the context needs from the worker: sending, spawning, and the clock. */
 export interface ContextPort {
+  readonly clock: Clock;
   send(ev: DistributiveOmit<WorkerEvent, 'epoch' | 'worker'>): void;
+  /** The entries of a spawn, one per task in task order. */
   spawn(delegation_id: string, subagent_ids: readonly string[], tasks: readonly TaskSpec[], options: DelegateOptions): Promise<CompletionEntry[]>;
 }
 
@@ -69,23 +71,11 @@ export class WorkerContext implements RunnerContext {
   }
 
   now(): number {
-    return Date.now();
+    return this.#port.clock.now();
   }
 
   sleep(ms: number, cancel?: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const signals = [this.#abort.signal, cancel].filter((s): s is AbortSignal => s !== undefined);
-      const done = () => {
-        clearTimeout(timer);
-        for (const s of signals) s.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      for (const s of signals) {
-        if (s.aborted) return done();
-        s.addEventListener('abort', done, { once: true });
-      }
-    });
+    return sleep(this.#port.clock, ms, this.#abort.signal, cancel);
   }
 
   checkpoint(): Promise<void> {
@@ -151,8 +141,7 @@ export class WorkerContext implements RunnerContext {
   delegate(tasks: readonly TaskSpec[], options: DelegateOptions = {}): DelegationHandle {
     if (!this.#open) throw new SubrunError(ErrorCode.RuntimeClosed, `subagent ${this.subagent_id} has finished; it can no longer delegate`);
     if (!this.can_delegate) throw new SubrunError(ErrorCode.DepthExceeded, `spawn depth limit reached: this subagent is at depth ${this.depth}`);
-    if (!Array.isArray(tasks) || tasks.length === 0) throw new SubrunError(ErrorCode.TasksRequired, 'tasks required: pass a non-empty array of {goal, context?, agent?}');
-    if (tasks.length > this.max_batch) throw new SubrunError(ErrorCode.TooManyTasks, `too many tasks: ${tasks.length} given, at most ${this.max_batch} per batch`);
+    checkBatch(tasks, this.max_batch);
     const delegation_id = randomIds.delegation();
     const subagent_ids = tasks.map(() => randomIds.subagent());
     const results = this.#port.spawn(delegation_id, subagent_ids, tasks, options);
@@ -162,7 +151,7 @@ export class WorkerContext implements RunnerContext {
       subagent_ids,
       results,
       get each() {
-        return (each ??= subagent_ids.map((_, i) => results.then((entries) => entries[i] as CompletionEntry)));
+        return (each ??= subagent_ids.map((id, i) => results.then((entries) => entries[i] ?? refusedEntry(id, i, 'the control plane sent no entry for this task'))));
       },
     };
   }
@@ -171,4 +160,9 @@ export class WorkerContext implements RunnerContext {
     // Synchronous views of the tree live on the control plane; a worker cannot answer them at once.
     throw new SubrunError(ErrorCode.InvalidOptions, 'subtree control is not available to a child on a worker');
   }
+}
+
+/** The entry of a task whose spawn the control plane refused (or answered without its entry). */
+export function refusedEntry(subagent_id: string, task_index: number, error: string): CompletionEntry {
+  return { task_index, subagent_id, status: 'error', exit_reason: 'spawn_refused', summary: '', error, api_calls: 0, duration_seconds: 0, model: '', tokens: { input: 0, output: 0 }, tool_trace: [] };
 }

@@ -1,14 +1,119 @@
-// The boundary of the NATS wire: every message either side receives is parsed here with a zod
-// schema before anything acts on it, and every subscription callback runs inside `guarded`, so a
-// malformed or hostile message is dropped and logged (pino, stderr) and no exception can reach
-// the NATS client's reader loop (which would stop reading the connection and print to stdout).
+// The NATS wire between the control plane and its workers: subjects, the steer stream, each message
+// (JSON, with the epoch of its assignment) as a type and a zod schema, and the guarded parse on receipt.
 import { z } from 'zod';
 import type { Msg, MsgCallback } from '@nats-io/transport-node';
 import type { Logger } from '../log.ts';
 import { completionEntrySchema } from '../contract/wire.ts';
-import type { Assign, AssignReply, ControlRequest, Drop, Heartbeat, SpawnReply, SpawnRequest, WorkerEvent } from './protocol.ts';
 import type { CompletionEntry, RunOutcome, Steer } from '../types.ts';
 
+/** The JetStream stream holding every child's steer mailbox (one subject per child). */
+export const STEER_STREAM = 'SUBRUN_STEER';
+
+export const subjects = {
+  /** Worker heartbeats: `sr.hb.<worker>`. */
+  heartbeat: (worker: string) => `sr.hb.${worker}`,
+  heartbeats: 'sr.hb.*',
+  /** Control plane -> worker request: take this child. */
+  assign: (worker: string) => `sr.w.${worker}.assign`,
+  /** Control plane -> worker: drop these children (fenced epochs). */
+  drop: (worker: string) => `sr.w.${worker}.drop`,
+  /** A child's steer mailbox in STEER_STREAM. */
+  steer: (child: string) => `sr.steer.${child}`,
+  steers: 'sr.steer.>',
+  /** Control plane -> worker request about one child (interrupt). */
+  control: (child: string) => `sr.ctl.${child}`,
+  /** Worker -> control plane: a child's events, transcript and outcome, in order. */
+  events: (child: string) => `sr.ev.${child}`,
+  /** Worker -> control plane request: a child spawns. */
+  spawn: (child: string) => `sr.cp.${child}.spawn`,
+  /** Control plane -> worker: a child's delegation finished (its entries). */
+  inbound: (child: string) => `sr.in.${child}`,
+} as const;
+
+/** The durable pull consumer of one child's mailbox. */
+export const consumerName = (child: string): string => `c_${child}`;
+
+/**
+ * A mailbox consumer no one has pulled from for this long is deleted by the server: the backstop
+ * for one whose cleanup never ran (NATS down then, the control plane gone). One hour, so a child
+ * waiting `queued` for a worker loses nothing: its worker makes the consumer again (same config).
+ */
+export const CONSUMER_INACTIVE_NS = 3_600_000_000_000;
+/** A mailbox message older than this is dropped by the server (orphans of a lost cleanup): 7 days. */
+export const STEER_MAX_AGE_NS = 7 * 24 * 3_600_000_000_000;
+
+export interface Heartbeat {
+  readonly worker: string;
+  readonly capacity: number;
+  /** Children it holds a slot for, with their epochs (a returning worker is fenced by these). */
+  readonly children: ReadonlyArray<{ readonly child: string; readonly epoch: number }>;
+}
+
+export interface TaskLimits {
+  readonly parent_id: string | null;
+  readonly depth: number;
+  readonly can_delegate: boolean;
+  readonly max_batch: number;
+}
+
+export interface Assign {
+  readonly child: string;
+  readonly epoch: number;
+  readonly goal: string;
+  readonly context?: string;
+  /** The agent spec the worker resolves through its runner kinds (`{kind, ...}`). */
+  readonly agent: Record<string, unknown>;
+  readonly limits: TaskLimits;
+}
+
+export type AssignReply = { readonly ok: true } | { readonly ok: false; readonly reason: 'full' | 'draining' | 'invalid' };
+
+export interface Drop {
+  readonly children: ReadonlyArray<{ readonly child: string; readonly epoch: number }>;
+}
+
+/** What a worker sends about a running child, on `sr.ev.<child>`. */
+export type WorkerEvent = { readonly epoch: number; readonly worker: string } & (
+  | { readonly type: 'write'; readonly line: string }
+  | { readonly type: 'thinking'; readonly text: string }
+  | { readonly type: 'text'; readonly text: string }
+  | { readonly type: 'text_delta'; readonly text: string }
+  | { readonly type: 'thinking_delta'; readonly text: string }
+  | { readonly type: 'tool'; readonly i: number; readonly name: string; readonly args?: unknown }
+  | { readonly type: 'tool_end'; readonly i: number; readonly result?: string; readonly ok: boolean }
+  | { readonly type: 'delivered'; readonly steer_ids: readonly string[] }
+  | { readonly type: 'finish'; readonly outcome: RunOutcome }
+);
+
+export interface SpawnRequest {
+  readonly epoch: number;
+  readonly worker: string;
+  /** Ids the worker made (its delegate() answers them synchronously); the control plane uses them. */
+  readonly delegation_id: string;
+  readonly subagent_ids: readonly string[];
+  /** `agent` as the child's task gave it; the control plane checks it is an agent spec. */
+  readonly tasks: ReadonlyArray<{ readonly goal: string; readonly context?: string; readonly agent?: unknown }>;
+  readonly timeout_ms?: number;
+}
+
+export type SpawnReply = { readonly ok: true } | { readonly ok: false; readonly error: string };
+
+export interface ControlRequest {
+  readonly op: 'interrupt';
+  readonly epoch: number;
+}
+
+/** An agent spec as the wire carries it: a JSON object (`{kind, ...}`). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const encoder = new TextEncoder();
+export function encode(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+// Every message either side receives is parsed with its schema before anything acts on it.
 const id = z.string().min(1).max(256);
 const epoch = z.number().int().nonnegative();
 const held = z.array(z.strictObject({ child: id, epoch })).max(100_000);
@@ -107,7 +212,10 @@ export function tryParse<S extends z.ZodType>(schema: S, data: Uint8Array): z.ou
   }
 }
 
-/** A subscription callback that never throws into the NATS client: an exception is logged. */
+/**
+ * A subscription callback that never throws into the NATS client (an exception there would stop
+ * its reader loop and print to stdout): a malformed message or a failed handler is logged.
+ */
 export function guarded(logger: Logger, fn: (m: Msg) => void): MsgCallback<Msg> {
   return (err: Error | null, m: Msg) => {
     if (err) {

@@ -1,8 +1,9 @@
-// What a remote child and its runner need of the placement (placement.ts implements it): kept
-// apart so the placement, the child and the runner do not import each other.
-import type { Logger } from '../log.ts';
-import type { RunOutcome, RunnerContext, Steer } from '../types.ts';
-import type { NatsLink } from './nats.ts';
+// What a remote child and its runner need of the placement (placement.ts implements it), kept
+// apart so that the placement, the child and the runner do not import each other.
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log.ts';
+import type { RunOutcome, RunnerContext, Steer, SteerCommit } from '../../types.ts';
+import type { NatsLink } from '../nats.ts';
 import type { PreassignedIds } from './preassigned-ids.ts';
 import type { WorkerTable } from './worker-table.ts';
 
@@ -14,7 +15,7 @@ export interface RemoteChildHandle {
   place(ctx: RunnerContext): Promise<void>;
   run(ctx: RunnerContext): Promise<RunOutcome>;
   publishSteer(steer: Steer): void;
-  committed(steer_id: string): Promise<void> | undefined;
+  committed(steer_id: string): Promise<SteerCommit> | undefined;
   disposeIfIdle(): void;
   /** Settles the child as `error` after the steer accounting (default reason `worker_lost`). */
   lost(exit_reason?: string, message?: string): Promise<void>;
@@ -25,6 +26,7 @@ export interface PlacementPort {
   readonly workers: WorkerTable;
   readonly ids: PreassignedIds;
   readonly logger: Logger;
+  readonly clock: Clock;
   readonly publish_ms: number;
   readonly outage_ms: number;
   child(id: string, agent: Record<string, unknown>): RemoteChildHandle;

@@ -1,6 +1,6 @@
 // The ids of a spawn a worker answered synchronously (its delegate() returns ids at once): the
 // control plane makes that one spawn with them, and its own ids otherwise.
-import { randomIds, type IdMaker } from '../ids.ts';
+import { randomIds, type IdMaker } from '../../ids.ts';
 
 /** Ids a worker made for a spawn it answered synchronously; used for that one spawn. */
 export class PreassignedIds implements IdMaker {

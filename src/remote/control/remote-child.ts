@@ -1,0 +1,292 @@
+// One child on a worker, as the control plane runs it: its assignment (worker and epoch), the relay
+// of the worker's events into the child's real context, interrupt by request, and its loss.
+import type { Subscription } from '@nats-io/transport-node';
+import { isSubrunError } from '../../errors.ts';
+import { RunnerLostError, type DelegationHandle, type RunOutcome, type RunnerContext, type Steer, type SteerCommit, type TaskSpec, type ToolCall } from '../../types.ts';
+import { type Assign, type AssignReply, assignReplySchema, encode, eventSenderSchema, guarded, parse, type SpawnReply, type SpawnRequest, spawnRequestSchema, subjects, tryParse, type WorkerEvent, workerEventSchema } from '../wire.ts';
+import { describe, isNoResponders } from '../nats.ts';
+import { Latch, within } from '../wait.ts';
+import { ChildMailbox } from './child-mailbox.ts';
+import type { PlacementPort, RemoteChildHandle } from './port.ts';
+import { NatsUnavailableError, type WorkerState } from './worker-table.ts';
+
+/** How long a control request (assign, interrupt) may take before it is given up. */
+const REQUEST_MS = 2000;
+/** Interrupt requests left unanswered (each after REQUEST_MS) before the child counts as unreachable. */
+export const INTERRUPT_TRIES = 5;
+
+export class RemoteChild implements RemoteChildHandle {
+  readonly id: string;
+  readonly #p: PlacementPort;
+  readonly #agent: Record<string, unknown>;
+  readonly #mailbox: ChildMailbox;
+  worker: string | undefined;
+  epoch = 0;
+  /** The child's real context, from run() on; events before it (a fast worker) wait in #early. */
+  #ctx: RunnerContext | undefined;
+  #early: WorkerEvent[] = [];
+  #subs: Subscription[] = [];
+  #tools = new Map<number, ToolCall>();
+  #settle: { resolve(o: RunOutcome): void; reject(e: Error): void } | undefined;
+  /** Opened once the child's end is decided: the worker's finish, or the loss. */
+  readonly #settled = new Latch();
+  /** Slot released while this child waits for its own children (delegations in flight). */
+  #waitingOn = 0;
+  #placeError: Error | undefined;
+  #placing = false;
+
+  constructor(placement: PlacementPort, id: string, agent: Record<string, unknown>) {
+    this.#p = placement;
+    this.id = id;
+    this.#agent = agent;
+    this.#mailbox = new ChildMailbox(placement, id);
+  }
+
+  /** Publishes an accepted steer (msgID = steer_id); the host hears `queued` once it is stored. */
+  publishSteer(steer: Steer): void {
+    this.#mailbox.publish(steer);
+  }
+
+  committed(steer_id: string): Promise<SteerCommit> | undefined {
+    return this.#mailbox.committed(steer_id);
+  }
+
+  /** Makes the mailbox, subscribes to the child's events and finds it a worker (child still queued). */
+  async place(ctx: RunnerContext): Promise<void> {
+    this.#placing = true;
+    try {
+      const { nc } = this.#p.link;
+      // During an outage a spawn waits (up to the bound) for NATS before it makes its mailbox.
+      if (!(await this.#p.link.whenUp(this.#p.outage_ms))) throw new NatsUnavailableError();
+      await this.#mailbox.make();
+      const log = this.#p.logger;
+      this.#subs.push(nc.subscribe(subjects.events(this.id), { callback: guarded(log, (m) => this.#onEvent(m.data, m.subject)) }));
+      this.#subs.push(
+        nc.subscribe(subjects.spawn(this.id), {
+          callback: guarded(log, (m) => {
+            const reply = this.#onSpawn(parse(spawnRequestSchema, m.data, log, m.subject));
+            m.respond(encode(reply));
+          }),
+        }),
+      );
+      for (;;) {
+        const w = await this.#p.workers.acquire(ctx.signal);
+        if (!w) {
+          // Stopped while queued: the core finishes it without running it.
+          this.disposeUnplaced();
+          return;
+        }
+        const outcome = await this.#assign(w, ctx);
+        if (outcome === 'assigned') {
+          // Stopped while the assignment was in flight: the core finished it unstarted, so the
+          // worker must let it go.
+          if (ctx.signal.aborted) {
+            this.#p.fence(w.id, this.id, this.epoch);
+            this.#cleanup();
+          }
+          return;
+        }
+        if (outcome === 'invalid') throw new Error('the worker cannot run this agent spec');
+      }
+    } catch (err) {
+      this.#placeError = err instanceof NatsUnavailableError || !this.#p.link.connected ? new NatsUnavailableError() : new Error(`cannot place the child: ${describe(err)}`);
+    }
+  }
+
+  async #assign(w: WorkerState, ctx: RunnerContext): Promise<'assigned' | 'retry' | 'invalid'> {
+    this.epoch = this.#p.nextEpoch();
+    this.worker = w.id;
+    const msg: Assign = {
+      child: this.id,
+      epoch: this.epoch,
+      goal: ctx.goal,
+      ...(ctx.context !== undefined ? { context: ctx.context } : {}),
+      agent: this.#agent,
+      limits: { parent_id: ctx.parent_id, depth: ctx.depth, can_delegate: ctx.can_delegate, max_batch: ctx.max_batch },
+    };
+    let reply: AssignReply | undefined;
+    try {
+      reply = tryParse(assignReplySchema, (await this.#p.link.nc.request(subjects.assign(w.id), encode(msg), { timeout: REQUEST_MS })).data);
+    } catch (err) {
+      this.#p.workers.release(w.id);
+      this.worker = undefined;
+      // Nobody on its assign subject (stopping, or gone): not chosen again until it heartbeats;
+      // whether it is lost is for its heartbeats to say.
+      if (isNoResponders(err)) this.#p.workers.markFull(w.id);
+      // A slow worker may have taken it after all: that epoch is fenced before the next try.
+      else this.#p.fence(w.id, this.id, this.epoch);
+      return 'retry';
+    }
+    if (reply?.ok) {
+      this.#p.bind(this);
+      return 'assigned';
+    }
+    this.#p.workers.release(w.id);
+    this.worker = undefined;
+    if (reply?.ok === false && reply.reason === 'invalid') return 'invalid';
+    this.#p.workers.markFull(w.id);
+    return 'retry';
+  }
+
+  run(ctx: RunnerContext): Promise<RunOutcome> {
+    if (this.#placeError) {
+      const err = this.#placeError;
+      this.#cleanup();
+      return Promise.reject(err);
+    }
+    this.#ctx = ctx;
+    const done = new Promise<RunOutcome>((resolve, reject) => (this.#settle = { resolve, reject }));
+    for (const ev of this.#early.splice(0)) this.#apply(ctx, ev);
+    // Stopped (interrupt, timeout, an ancestor's stop): ask the worker; nobody there is a loss.
+    const onAbort = () => void this.#interrupt();
+    if (ctx.signal.aborted) onAbort();
+    else ctx.signal.addEventListener('abort', onAbort, { once: true });
+    return done.finally(() => {
+      ctx.signal.removeEventListener('abort', onAbort);
+      this.#cleanup();
+    });
+  }
+
+  /**
+   * Asks the worker to stop the child, again after a timeout (a worker slow under load), at most
+   * INTERRUPT_TRIES times. No responders on the child's own subject says only that the child is no
+   * longer on that worker (it finished as the interrupt went out, or was dropped), never that the
+   * worker is gone, which only its heartbeats say; either way its finish may still be on its way.
+   */
+  async #interrupt(): Promise<void> {
+    for (let attempt = 1; !this.#settled.opened && this.worker !== undefined; attempt++) {
+      const { worker, epoch } = this;
+      try {
+        await this.#p.link.nc.request(subjects.control(this.id), encode({ op: 'interrupt', epoch }), { timeout: REQUEST_MS });
+        return;
+      } catch (err) {
+        if (isNoResponders(err)) return this.#gone(worker, epoch, 'is no longer');
+        if (attempt >= INTERRUPT_TRIES) return this.#gone(worker, epoch, `did not answer ${INTERRUPT_TRIES} interrupts`);
+      }
+    }
+  }
+
+  /** The child cannot be reached on its worker at this epoch: wait a moment for its finish, else settle it alone. */
+  async #gone(worker: string, epoch: number, why: string): Promise<void> {
+    await within(this.#p.clock, REQUEST_MS, this.#settled.promise);
+    if (this.#settled.opened || this.worker !== worker || this.epoch !== epoch) return;
+    this.#p.logger.warn({ worker, subagent_id: this.id, epoch }, `child ${why} on its worker`);
+    // Whatever it still holds there at this epoch must go.
+    this.#p.fence(worker, this.id, epoch);
+    await this.lost('child_lost', `child ${this.id} ${why} on worker ${worker}`);
+  }
+
+  #onEvent(data: Uint8Array, subject: string): void {
+    const ev = parse(workerEventSchema, data, this.#p.logger, subject);
+    if (!ev) {
+      // Malformed, but from a sender we can name at a stale epoch: fence it all the same.
+      const from = tryParse(eventSenderSchema, data);
+      if (from && (from.epoch !== this.epoch || from.worker !== this.worker)) this.#p.fence(from.worker, this.id, from.epoch);
+      return;
+    }
+    if (ev.epoch !== this.epoch || ev.worker !== this.worker || this.#settled.opened) {
+      // A fenced worker (declared lost, or a superseded epoch): it must drop the child.
+      this.#p.fence(ev.worker, this.id, ev.epoch);
+      return;
+    }
+    if (this.#ctx) this.#apply(this.#ctx, ev);
+    else this.#early.push(ev);
+  }
+
+  #apply(ctx: RunnerContext, ev: WorkerEvent): void {
+    switch (ev.type) {
+      case 'write':
+        ctx.write(ev.line);
+        break;
+      case 'thinking':
+        ctx.thinking(ev.text);
+        break;
+      case 'text':
+        ctx.text(ev.text);
+        break;
+      case 'text_delta':
+        ctx.textDelta(ev.text);
+        break;
+      case 'thinking_delta':
+        ctx.thinkingDelta(ev.text);
+        break;
+      case 'tool':
+        this.#tools.set(ev.i, ctx.startTool(ev.name, ev.args));
+        break;
+      case 'tool_end':
+        this.#tools.get(ev.i)?.finish(ev.result, ev.ok);
+        this.#tools.delete(ev.i);
+        break;
+      case 'delivered':
+        this.#confirm(new Set(ev.steer_ids));
+        break;
+      case 'finish':
+        this.#settled.open();
+        this.#settle?.resolve(ev.outcome);
+        break;
+    }
+  }
+
+  /** Moves steers the worker delivered to delivered in the ledger (transcript + event). */
+  #confirm(ids: ReadonlySet<string>): void {
+    const ctx = this.#ctx;
+    if (!ctx || ids.size === 0) return;
+    // take() then confirm() those: the rest stay taken, and the seal lists them as missed.
+    const taken = ctx.takeSteers();
+    ctx.confirmDelivered(taken.filter((s) => ids.has(s.steer_id)));
+  }
+
+  #onSpawn(req: SpawnRequest | undefined): SpawnReply {
+    const ctx = this.#ctx;
+    if (!req || !ctx || req.epoch !== this.epoch || req.worker !== this.worker || this.#settled.opened) return { ok: false, error: 'not the current assignment' };
+    let handle: DelegationHandle;
+    try {
+      const tasks: TaskSpec[] = req.tasks.map((t) => ({ goal: t.goal, ...(t.context !== undefined ? { context: t.context } : {}), ...(t.agent ? { agent: t.agent } : {}) }));
+      handle = this.#p.ids.preassigned(req.delegation_id, req.subagent_ids, () => ctx.delegate(tasks, req.timeout_ms !== undefined ? { timeout_ms: req.timeout_ms } : {}));
+    } catch (err) {
+      return { ok: false, error: isSubrunError(err) ? err.message : describe(err) };
+    }
+    // Waiting for its own children holds no worker slot (so deep trees cannot deadlock).
+    if (this.#waitingOn++ === 0 && this.worker) this.#p.workers.release(this.worker);
+    void handle.results.then((entries) => {
+      if (--this.#waitingOn === 0 && this.worker && !this.#settled.opened) this.#p.workers.retake(this.worker);
+      // A closed connection throws here: logged, never an unhandled rejection.
+      try {
+        if (!this.#settled.opened) this.#p.link.nc.publish(subjects.inbound(this.id), encode({ type: 'results', delegation_id: handle.delegation_id, entries }));
+      } catch (err) {
+        this.#p.logger.warn({ subagent_id: this.id, err: describe(err) }, 'could not send a delegation’s entries to the worker');
+      }
+    });
+    return { ok: true };
+  }
+
+  /** The worker (or the child on it) is gone: account for every steer, then settle as `error`. */
+  async lost(exit_reason = 'worker_lost', message = `worker ${this.worker ?? '?'} lost`): Promise<void> {
+    if (this.#settled.opened) return;
+    this.#settled.open();
+    const { delivered, maybe } = await this.#mailbox.account();
+    this.#confirm(delivered);
+    this.#settle?.reject(new RunnerLostError(message, exit_reason, maybe));
+  }
+
+  #cleanup(): void {
+    for (const s of this.#subs) s.unsubscribe();
+    this.#subs = [];
+    if (this.worker !== undefined && this.#waitingOn === 0) this.#p.workers.release(this.worker);
+    this.#p.unbind(this);
+    void this.#mailbox.dispose();
+  }
+
+  /** Stopped before placement began (still queued): nothing else will clean up. */
+  disposeIfIdle(): void {
+    if (!this.#placing) this.disposeUnplaced();
+  }
+
+  /** A child that never ran (stopped while queued): its mailbox goes too. */
+  disposeUnplaced(): void {
+    for (const s of this.#subs) s.unsubscribe();
+    this.#subs = [];
+    this.#p.unbind(this);
+    void this.#mailbox.dispose();
+  }
+}
