@@ -1,6 +1,6 @@
 // The import graph of src/: no cycles, type-only imports included (two modules that need each
-// other's vocabulary share one that belongs in a third), and the arrows between rooms point the
-// way the architecture says (the contract is a leaf; the core imports no surface).
+// other's vocabulary share one that belongs in a third), and every arrow between rooms points the
+// way docs/architecture.md says (the table ALLOWED below).
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -72,7 +72,48 @@ function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
 
 const files = sources(SRC);
 const graph = importGraph(files, (f) => readFileSync(join(SRC, f), 'utf8'));
-const room = (f: string) => (f.includes('/') ? f.slice(0, f.indexOf('/')) : '(root)');
+/** The library's faces (package entry points): they may compose anything below the CLI. */
+const FACES = new Set(['index.ts', 'server.ts', 'protocol.ts']);
+
+/** A file's room: its folder (remote/ by side), the ground floor, or a face. */
+function roomOf(f: string): Room {
+  if (!f.includes('/')) return FACES.has(f) ? 'face' : 'foundation';
+  const parts = f.split('/');
+  const top = parts[0] ?? '';
+  if (top === 'remote' && (parts[1] === 'control' || parts[1] === 'worker') && parts.length > 2) return `remote/${parts[1]}`;
+  return top as Room;
+}
+
+const BELOW_SURFACES = ['server', 'delegation', 'registry', 'child', 'foundation', 'contract'] as const;
+
+/**
+ * Which rooms each room may import, besides itself: every arrow points down. The ground floor
+ * (types, errors, ids, log, clock, version) and the contract below everything; the core (child,
+ * registry, delegation, agent) above them; server/ above the core but never the agent (the
+ * composition root injects it); the surfaces above server/; the faces and the CLI on top.
+ */
+const ALLOWED = {
+  contract: [],
+  foundation: ['contract'],
+  child: ['foundation', 'contract'],
+  registry: ['child', 'foundation', 'contract'],
+  delegation: ['registry', 'child', 'foundation', 'contract'],
+  agent: ['delegation', 'registry', 'child', 'foundation', 'contract'],
+  store: ['foundation', 'contract'],
+  server: ['store', 'delegation', 'registry', 'child', 'foundation', 'contract'],
+  rpc: [...BELOW_SURFACES],
+  http: [...BELOW_SURFACES],
+  acp: ['rpc', ...BELOW_SURFACES],
+  mcp: ['rpc', ...BELOW_SURFACES],
+  remote: ['delegation', 'registry', 'child', 'foundation', 'contract'],
+  'remote/control': ['remote', 'delegation', 'registry', 'child', 'foundation', 'contract'],
+  'remote/worker': ['remote', 'delegation', 'registry', 'child', 'foundation', 'contract'],
+  testing: ['rpc', 'delegation', 'foundation', 'contract'],
+  face: ['agent', 'store', 'server', 'rpc', 'http', 'acp', 'mcp', 'remote', 'remote/control', 'remote/worker', 'testing', ...BELOW_SURFACES],
+  cli: ['face', 'agent', 'store', 'server', 'rpc', 'http', 'acp', 'mcp', 'remote', 'remote/control', 'remote/worker', ...BELOW_SURFACES],
+} as const satisfies Record<string, readonly string[]>;
+
+type Room = keyof typeof ALLOWED;
 
 describe('the import graph of src/', () => {
   it('finds a cycle where there is one, type-only imports included (the check itself)', () => {
@@ -91,17 +132,29 @@ describe('the import graph of src/', () => {
     expect(cycles(graph)).toEqual([]);
   });
 
-  it('keeps the rooms layered: the contract is a leaf, the core imports no surface', () => {
-    const surfaces = new Set(['rpc', 'http', 'acp', 'remote', 'cli']);
+  it('keeps every room to the neighbours the architecture allows (docs/architecture.md)', () => {
     const wrong: string[] = [];
     for (const [file, targets] of graph) {
+      const from = roomOf(file);
       for (const target of targets) {
-        const from = room(file);
-        const to = room(target);
-        if (from === 'contract' && to !== 'contract') wrong.push(`${file} -> ${target} (the contract imports only zod)`);
-        if (['child', 'registry', 'delegation'].includes(from) && surfaces.has(to)) wrong.push(`${file} -> ${target} (the core imports no surface)`);
+        const to = roomOf(target);
+        if (from !== to && !ALLOWED[from].includes(to)) wrong.push(`${file} -> ${target} (${from} may import ${ALLOWED[from].join(', ') || 'nothing'})`);
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it('knows every room of src/ (a new room gets its rule here and its line in docs/architecture.md)', () => {
+    const unknown = files.filter((f) => !(roomOf(f) in ALLOWED));
+    expect(unknown).toEqual([]);
+  });
+
+  it('holds a forbidden arrow to be wrong (the check itself)', () => {
+    expect(ALLOWED.server).not.toContain('agent');
+    expect(ALLOWED.rpc).not.toContain('agent');
+    expect(ALLOWED.child).not.toContain('delegation');
+    expect(roomOf('remote/control/placement.ts')).toBe('remote/control');
+    expect(roomOf('types.ts')).toBe('foundation');
+    expect(roomOf('server.ts')).toBe('face');
   });
 });
