@@ -14,6 +14,11 @@ export interface Clock {
   keepAlive?(): () => void;
 }
 
+/** What systemClock.setTimeout handed out (a Node Timeout, or a number where timers are numbers). */
+function isTimer(handle: unknown): handle is ReturnType<typeof setTimeout> | number {
+  return typeof handle === 'number' || (typeof handle === 'object' && handle !== null && 'hasRef' in handle);
+}
+
 /** The longest delay Node's timers honour. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
@@ -28,7 +33,9 @@ export const systemClock: Clock = {
     t.unref?.();
     return t;
   },
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+  clearTimeout: (handle) => {
+    if (isTimer(handle)) clearTimeout(handle);
+  },
   keepAlive: () => {
     const t = setInterval(noop, MAX_TIMER_MS);
     return () => clearInterval(t);
@@ -47,12 +54,16 @@ export interface StopSource {
 
 export type Stopper = AbortSignal | StopSource | undefined;
 
+function isStopSource(s: AbortSignal | StopSource): s is StopSource {
+  return 'onStop' in s && typeof s.onStop === 'function';
+}
+
 /** Calls `fn` once when `stopper` stops (at once if it has); returns a function that cancels it. */
 export function whenStopped(stopper: AbortSignal | StopSource, fn: () => void): () => void {
   // By shape, not `instanceof AbortSignal`: a runner may pass a signal from another realm or a
   // polyfill, which has `aborted` and `addEventListener` but is no AbortSignal of ours.
-  if (typeof (stopper as StopSource).onStop === 'function') return (stopper as StopSource).onStop(fn);
-  const signal = stopper as AbortSignal;
+  if (isStopSource(stopper)) return stopper.onStop(fn);
+  const signal = stopper;
   if (signal.aborted) {
     fn();
     return noop;

@@ -9,7 +9,7 @@ export type { Logger };
 
 function errorWithoutStack(err: unknown): Record<string, unknown> {
   if (!(err instanceof Error)) return { message: String(err) };
-  const code = (err as { code?: unknown }).code;
+  const code: unknown = 'code' in err ? err.code : undefined;
   return { type: err.name, message: err.message, ...(code !== undefined ? { code } : {}) };
 }
 

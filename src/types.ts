@@ -16,8 +16,10 @@ export type { ChildStatus, CompletionEntry, FinalStatus, InterruptResult, Snapsh
 
 export const FINAL_STATUSES: readonly FinalStatus[] = finalStatusSchema.options;
 
+const FINAL_SET: ReadonlySet<ChildStatus> = new Set(FINAL_STATUSES);
+
 export function isFinalStatus(status: ChildStatus): status is FinalStatus {
-  return (FINAL_STATUSES as readonly string[]).includes(status);
+  return FINAL_SET.has(status);
 }
 
 /** Why a steer was refused (in-process only: the wire answers `rejected` without a reason). */

@@ -3,11 +3,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isRecord } from './guards.ts';
 
 function packageJson(): { name: string; version: string } {
   for (let dir = dirname(dirname(fileURLToPath(import.meta.url))); ; dir = dirname(dir)) {
     const file = join(dir, 'package.json');
-    if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as { name: string; version: string };
+    if (!existsSync(file)) continue;
+    const pkg: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    if (isRecord(pkg) && typeof pkg.name === 'string' && typeof pkg.version === 'string') return { name: pkg.name, version: pkg.version };
     if (dirname(dir) === dir) return { name: 'subrun', version: '0.0.0' };
   }
 }

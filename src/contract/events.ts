@@ -91,14 +91,30 @@ export const busEventPayloadSchemas = {
 } as const;
 
 export type EventType = keyof typeof eventPayloadSchemas;
-export const EVENT_TYPES = Object.keys(eventPayloadSchemas).sort() as EventType[];
+/** The event types' schema; its options are the types, sorted (the catalog's order). */
+export const eventTypeSchema = z.enum(eventTypesOf(eventPayloadSchemas));
+export const EVENT_TYPES: readonly EventType[] = eventTypeSchema.options;
+
+/** The keys of the payload table as a non-empty sorted tuple (what z.enum takes). */
+function eventTypesOf<T extends Record<string, unknown>>(table: T): [keyof T & string, ...(keyof T & string)[]] {
+  const keys = Object.keys(table).filter((k): k is keyof T & string => Object.hasOwn(table, k)).sort();
+  const [first, ...rest] = keys;
+  if (first === undefined) throw new Error('no event types');
+  return [first, ...rest];
+}
+
+/** The payload schema of a wire event type, or undefined for a type the wire does not have. */
+export function eventPayloadSchema(type: string): z.ZodType | undefined {
+  const known = eventTypeSchema.safeParse(type);
+  return known.success ? eventPayloadSchemas[known.data] : undefined;
+}
 
 /** An in-process bus event: `{type, ts, src, ...payload}`. */
 export function parseBusEvent(value: unknown): { type: EventType } & Record<string, unknown> {
-  const head = z.looseObject({ type: z.enum(EVENT_TYPES as [EventType, ...EventType[]]), ts: unixSeconds, src: z.string() }).parse(value);
-  const { type: _t, ts: _ts, src: _src, ...payload } = value as Record<string, unknown>;
-  busEventPayloadSchemas[head.type].parse(payload);
-  return value as { type: EventType } & Record<string, unknown>;
+  const event = z.looseObject({ type: eventTypeSchema, ts: unixSeconds, src: z.string() }).parse(value);
+  const { type, ts: _ts, src: _src, ...payload } = event;
+  busEventPayloadSchemas[type].parse(payload);
+  return event;
 }
 
 /** The first frame on every connection (hermes' required fields beside ours). */
@@ -134,7 +150,7 @@ export const wireEventSchema = z
       return;
     }
     if (e.session_id === undefined) return ctx.addIssue({ code: 'custom', message: 'a session event needs its session_id', path: ['session_id'] });
-    const schema = (eventPayloadSchemas as Record<string, z.ZodType>)[e.type];
+    const schema = eventPayloadSchema(e.type);
     if (!schema) return ctx.addIssue({ code: 'custom', message: `unknown event type ${e.type}`, path: ['type'] });
     const r = schema.safeParse(e.payload);
     if (!r.success) for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: ['payload', ...i.path.map(String)] });

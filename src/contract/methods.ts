@@ -62,6 +62,7 @@ const requiredObjects = (name: string) =>
     Array.isArray(v) && v.length > 0 && v.every(isRecord) ? v : coded(ctx, ParamCode.IdRequired, 1, `${name} required`),
   );
 
+/** The contract imports only zod: the same check as guards.ts, on the contract's own floor. */
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

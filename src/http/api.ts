@@ -54,7 +54,7 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     const found = match(routes, url.pathname.split('/').slice(1));
     if (!found) return notFound();
     const method = req.method ?? 'GET';
-    const handler = found.route.methods[method as 'GET'];
+    const handler = method === 'GET' || method === 'POST' || method === 'DELETE' ? found.route.methods[method] : undefined;
     if (!handler) {
       req.resume();
       return { ...httpError(RpcCode.MethodNotFound, 'method not allowed'), status: 405, headers: { Allow: Object.keys(found.route.methods).join(', ') } };

@@ -1,6 +1,7 @@
 // A request body: JSON only (415 otherwise), at most the server's message limit (413), an object
 // (400 otherwise). No body at all is `{}`.
 import type { IncomingMessage } from 'node:http';
+import { isRecord } from '../guards.ts';
 import { RpcCode } from '../server/errors.ts';
 import { httpError, type Answer } from './respond.ts';
 
@@ -46,10 +47,10 @@ export function readBody(req: IncomingMessage, max_bytes: number): Promise<Body>
       } catch {
         return resolve({ ok: false, answer: httpError(RpcCode.ParseError, 'Parse error: the body is not JSON') });
       }
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      if (!isRecord(value)) {
         return resolve({ ok: false, answer: httpError(RpcCode.InvalidParams, 'invalid params: the body must be a JSON object', undefined, { issues: [{ path: '', message: 'expected an object' }] }) });
       }
-      resolve({ ok: true, value: value as Record<string, unknown> });
+      resolve({ ok: true, value });
     });
   });
 }

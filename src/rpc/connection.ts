@@ -13,6 +13,7 @@
 // replies and events go out from microtasks and runtime callbacks, where an exception would end
 // the process (and every session) or stop an event from reaching the rest of its slot. A failure
 // there is logged (type and message only) and costs that one message on this connection at worst.
+import { isThenable } from '../guards.ts';
 import type { Logger } from '../log.ts';
 import type { CallContext, ServerLimits, Services } from '../server/context.ts';
 import { RpcCode, RpcError, toRpcError } from '../server/errors.ts';
@@ -22,6 +23,11 @@ import { DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, fitsAlone, isStringLimit, R
 import type { Transport } from './transports/transport.ts';
 
 const DONE: Promise<void> = Promise.resolve();
+
+/** True when every handler of a batch answered synchronously: every reply is there. */
+function allThere(replies: readonly Reply[]): replies is readonly (Response | null)[] {
+  return !replies.some((r) => r instanceof Promise);
+}
 
 /** What one received message may cost (the server passes its own limits). */
 export type MessageLimits = Pick<ServerLimits, 'max_batch' | 'max_reply_bytes'>;
@@ -109,7 +115,7 @@ export class Connection {
     try {
       return this.#receive(text) ?? DONE;
     } catch (err) {
-      return Promise.reject(err as Error);
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
   }
 
@@ -121,7 +127,7 @@ export class Connection {
       return undefined;
     }
     if (!parsed.batch) {
-      const reply = this.#answer(parsed.items[0] as Item);
+      const reply = this.#answer(parsed.item);
       if (reply === null) return undefined;
       if (reply instanceof Promise) {
         return reply.then((r) => {
@@ -134,8 +140,8 @@ export class Connection {
       return undefined;
     }
     const replies = parsed.items.map((item) => this.#answer(item));
-    if (replies.some((r) => r instanceof Promise)) return Promise.all(replies).then((out) => this.#replyBatch(out));
-    queueMicrotask(() => this.#replyBatch(replies as (Response | null)[]));
+    if (!allThere(replies)) return Promise.all(replies).then((out) => this.#replyBatch(out));
+    queueMicrotask(() => this.#replyBatch(replies));
     return undefined;
   }
 
@@ -213,9 +219,9 @@ export class Connection {
       const method = this.#methods.get(call.method);
       if (!method) throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${call.method.slice(0, 100)}`);
       // call.params is always an object here (jsonrpc.ts); the method's schema checks the rest.
-      result = method.call(call.params as Record<string, unknown>, this.#ctx);
+      result = method.call(call.params, this.#ctx);
       // Anything `await` would wait for is waited for (a Promise or any other thenable).
-      if ((typeof result === 'object' || typeof result === 'function') && result !== null && typeof (result as { then?: unknown }).then === 'function') {
+      if (isThenable(result)) {
         return Promise.resolve(result).then(
           (value) => this.#answered(call, value),
           (err: unknown) => this.#failed(call, err),

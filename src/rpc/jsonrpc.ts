@@ -2,6 +2,7 @@
 // follow the spec exactly: an array in, an array out; `[]` is one -32600; an all-notification
 // batch gets no reply; every request gets exactly one response. A batch over the server's
 // max_batch is one -32600 too (as go-ethereum answers one): none of it runs.
+import { isRecord } from '../guards.ts';
 import { RpcCode, RpcError } from '../server/errors.ts';
 
 export type RpcId = string | number | null;
@@ -9,7 +10,7 @@ export type RpcId = string | number | null;
 export interface Call {
   readonly method: string;
   /** `{}` when the request had no params; an object otherwise (validated later, per method). */
-  readonly params: unknown;
+  readonly params: Record<string, unknown>;
   /** undefined for a notification. */
   readonly id: RpcId | undefined;
 }
@@ -25,10 +26,7 @@ export type Item =
   /** A well-formed notification that cannot run (e.g. bad params): notifications never get a reply. */
   | { readonly kind: 'dropped' };
 
-export interface Parsed {
-  readonly batch: boolean;
-  readonly items: readonly Item[];
-}
+export type Parsed = { readonly batch: false; readonly item: Item } | { readonly batch: true; readonly items: readonly Item[] };
 
 export function errorResponse(id: RpcId, err: RpcError): Response {
   return { jsonrpc: '2.0', id, error: err.toJSON() };
@@ -48,17 +46,17 @@ function isValidId(id: unknown): id is RpcId {
 }
 
 function toItem(value: unknown): Item {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return invalid(null);
-  const msg = value as Record<string, unknown>;
+  if (!isRecord(value)) return invalid(null);
+  const msg = value;
   const hasId = Object.hasOwn(msg, 'id');
   const id = hasId && isValidId(msg.id) ? msg.id : null;
   if (hasId && !isValidId(msg.id)) return invalid(null, 'Invalid Request: id must be a string, a number or null');
   if (msg.jsonrpc !== '2.0') return invalid(id, 'Invalid Request: jsonrpc must be "2.0"');
   if (typeof msg.method !== 'string') return invalid(id, 'Invalid Request: method must be a string');
-  let params: unknown = {};
+  let params: Record<string, unknown> = {};
   if (Object.hasOwn(msg, 'params')) {
-    params = msg.params;
-    if (typeof params !== 'object' || params === null || Array.isArray(params)) {
+    if (isRecord(msg.params)) params = msg.params;
+    else {
       // Per protocol: params present but not an object is invalid params, not an invalid request.
       const err = new RpcError(RpcCode.InvalidParams, 'invalid params: params must be an object', {
         issues: [{ path: 'params', message: 'must be an object' }],
@@ -88,9 +86,9 @@ export function parseMessage(text: string, maxBatch = Number.POSITIVE_INFINITY):
     }
     return { batch: true, items: value.map(toItem) };
   }
-  return { batch: false, items: [toItem(value)] };
+  return { batch: false, item: toItem(value) };
 }
 
 export function isResponse(p: Parsed | Response): p is Response {
-  return (p as Response).jsonrpc === '2.0';
+  return 'jsonrpc' in p;
 }

@@ -48,7 +48,10 @@ export class DelegationLedger {
     } else if (event.type === 'delegation.complete' && !record.done) {
       record.done = true;
       session.finished.push(delegation_id);
-      while (session.finished.length > MAX_FINISHED_PER_SESSION) session.records.delete(session.finished.shift() as string);
+      for (let over = session.finished.length - MAX_FINISHED_PER_SESSION; over > 0; over--) {
+        const oldest = session.finished.shift();
+        if (oldest !== undefined) session.records.delete(oldest);
+      }
     }
   }
 

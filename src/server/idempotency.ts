@@ -61,19 +61,19 @@ export interface Keyed<T = unknown> {
 /** JSON text with object keys sorted, so "equal as parsed JSON" is a string comparison. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
+  if (isRecord(value)) {
     const keys = Object.keys(value).sort();
     return `{${keys
-      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .filter((k) => value[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`)
       .join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
 }
 
-export function isThenable(v: unknown): v is PromiseLike<unknown> {
-  return (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as { then?: unknown }).then === 'function';
-}
+import { isRecord, isThenable } from '../guards.ts';
+
+export { isThenable };
 
 /** The bytes a kept answer takes, near enough: its JSON text. */
 function sizeOf(value: unknown): number {

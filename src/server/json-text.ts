@@ -46,12 +46,14 @@ export class FlatJsonCache {
   #turn = 0;
 
   /** `[r0,r1,...]` as JSON.stringify(records) would write it. */
-  array(records: readonly object[], idField: string): string {
+  array(records: readonly Readonly<Record<string, unknown>>[], idField: string): string {
     const turn = ++this.#turn;
     let out = '[';
-    for (let i = 0; i < records.length; i++) {
-      if (i > 0) out += ',';
-      out += this.#text(records[i] as Record<string, unknown>, idField, turn);
+    let first = true;
+    for (const record of records) {
+      if (!first) out += ',';
+      first = false;
+      out += this.#text(record, idField, turn);
     }
     if (this.#entries.size > 2 * records.length + 32) this.#prune(turn);
     return `${out}]`;
@@ -61,7 +63,7 @@ export class FlatJsonCache {
     return this.#entries.size;
   }
 
-  #text(record: Record<string, unknown>, idField: string, turn: number): string {
+  #text(record: Readonly<Record<string, unknown>>, idField: string, turn: number): string {
     const key = record[idField];
     if (typeof key !== 'string') return JSON.stringify(record);
     const hit = this.#entries.get(key);

@@ -1,5 +1,6 @@
 // One info line per child lifecycle step, with ids only: never a goal, a text, a steer or a key.
 import type { Owner } from '../types.ts';
+import { isRecord } from '../guards.ts';
 import type { Logger } from '../log.ts';
 
 export function logLifecycle(logger: Logger, event: Record<string, unknown> & { type: string }, owner: Owner | undefined): void {
@@ -18,8 +19,8 @@ export function logLifecycle(logger: Logger, event: Record<string, unknown> & { 
       logger.info({ ...ids, steer_id: event.steer_id }, 'steer delivered');
       break;
     case 'subagent.complete': {
-      const entry = event.entry as { status?: string; missed_steer?: string } | undefined;
-      logger.info({ ...ids, status: entry?.status, missed_steer: entry?.missed_steer !== undefined }, 'child completed');
+      const entry = isRecord(event.entry) ? event.entry : {};
+      logger.info({ ...ids, status: entry.status, missed_steer: entry.missed_steer !== undefined }, 'child completed');
       break;
     }
     default:

@@ -6,7 +6,6 @@
 // event stream) gets `shutdown_grace_ms` to end; whatever is still open then is destroyed, so no
 // peer, authenticated or not, can hold the process.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../log.ts';
 
@@ -126,8 +125,9 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
       resolve();
     });
   });
-  // A TCP listener's address is always an AddressInfo (a string only for pipes).
-  const port = (http.address() as AddressInfo).port;
+  // A TCP listener's address is an AddressInfo (a string only for pipes).
+  const address = http.address();
+  const port = typeof address === 'object' && address !== null ? address.port : opts.port;
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
   const own = [`http://${hostForUrl}:${port}`];
   if (isLoopback(opts.host)) own.push(`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`);

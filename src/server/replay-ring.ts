@@ -79,14 +79,15 @@ export class ReplayRing {
   since(after: number): Replay {
     const events: ReplayedEvent[] = [];
     for (let i = 0; i < this.#size; i++) {
-      const e = this.#slots[(this.#head + i) % this.#limits.max_events] as ReplayedEvent;
-      if (e.seq > after) events.push(e);
+      const e = this.#slots[(this.#head + i) % this.#limits.max_events];
+      if (e !== undefined && e.seq > after) events.push(e);
     }
     return { events, truncated: this.#evicted > after, latest_seq: this.#latest };
   }
 
   #evictOldest(): void {
-    const e = this.#slots[this.#head] as ReplayedEvent;
+    const e = this.#slots[this.#head];
+    if (e === undefined) return;
     this.#slots[this.#head] = undefined;
     this.#head = (this.#head + 1) % this.#limits.max_events;
     this.#size -= 1;

@@ -83,6 +83,10 @@ export class SessionStore {
 
   /** The session, if `transport` is in its slot; otherwise 4001 (one answer for every reason). */
   authorize(session_id: unknown, transport: string): Session {
+    return this.#authorized(session_id, transport);
+  }
+
+  #authorized(session_id: unknown, transport: string): SessionState {
     const s = typeof session_id === 'string' ? this.#sessions.get(session_id) : undefined;
     if (!s || s.closed || !s.slot.has(transport)) throw notOwned();
     return s;
@@ -143,7 +147,7 @@ export class SessionStore {
   }
 
   detach(session_id: unknown, transport: string): void {
-    const s = this.authorize(session_id, transport) as SessionState;
+    const s = this.#authorized(session_id, transport);
     this.#leave(s, transport);
   }
 
@@ -155,7 +159,7 @@ export class SessionStore {
   }
 
   close(session_id: unknown, transport: string): Session {
-    const s = this.authorize(session_id, transport) as SessionState;
+    const s = this.#authorized(session_id, transport);
     this.#close(s);
     return s;
   }

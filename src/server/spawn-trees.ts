@@ -11,6 +11,8 @@
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { spawnTreeFileSchema } from '../contract/methods.ts';
+import { errorCode } from '../guards.ts';
 import { notOwned, RpcCode, RpcError } from './errors.ts';
 
 export const MAX_TREE_BYTES = 8 * 1024 * 1024;
@@ -66,7 +68,7 @@ export function sessionDir(session_id: string): string {
 const FILE = /^\d{15}-[0-9a-f]{12}\.json$/;
 
 const failed = (what: string, err: unknown) =>
-  new RpcError(RpcCode.StateFailed, `${what} failed: ${err instanceof Error ? ((err as NodeJS.ErrnoException).code ?? err.message) : String(err)}`);
+  new RpcError(RpcCode.StateFailed, `${what} failed: ${err instanceof Error ? (errorCode(err) ?? err.message) : String(err)}`);
 
 export class SpawnTreeStore {
   /** `<state dir>/spawn-trees`, absolute. */
@@ -143,7 +145,7 @@ export class SpawnTreeStore {
    */
   async load(path: string, visible?: (dir: string) => boolean): Promise<SpawnTreeFile> {
     const target = await this.#inside(path);
-    if (visible && !visible(relative(await realpath(this.root), target).split(sep)[0] as string)) throw notOwned();
+    if (visible && !visible(relative(await realpath(this.root), target).split(sep)[0] ?? '')) throw notOwned();
     try {
       return await this.#read(target);
     } catch (err) {
@@ -175,16 +177,16 @@ export class SpawnTreeStore {
     const st = await lstat(path);
     if (!st.isFile()) throw new Error('not a file');
     if (st.size > MAX_TREE_BYTES) throw new Error('file too large');
-    const tree = JSON.parse(await readFile(path, 'utf8')) as SpawnTreeFile;
-    if (typeof tree !== 'object' || tree === null || !Array.isArray(tree.subagents)) throw new Error('not a spawn tree');
-    return tree;
+    const tree = spawnTreeFileSchema.safeParse(JSON.parse(await readFile(path, 'utf8')));
+    if (!tree.success) throw new Error('not a spawn tree');
+    return tree.data;
   }
 
   async #names(dir: string): Promise<string[]> {
     try {
       return await readdir(dir);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      if (errorCode(err) === 'ENOENT') return [];
       throw failed('spawn_tree.list', err);
     }
   }
@@ -238,7 +240,10 @@ export class SpawnTreeStore {
     }
     if (gone.size === 0) return;
     // In place: a concurrent save holds the same array.
-    for (let i = index.length - 1; i >= 0; i--) if (gone.has(index[i] as SavedFile)) index.splice(i, 1);
+    for (let i = index.length - 1; i >= 0; i--) {
+      const f = index[i];
+      if (f !== undefined && gone.has(f)) index.splice(i, 1);
+    }
     for (const f of victims) await rm(f.path, { force: true }).catch(() => undefined);
   }
 }

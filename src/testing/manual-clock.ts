@@ -28,7 +28,7 @@ export class ManualClock implements Clock {
   }
 
   clearTimeout(handle: unknown): void {
-    this.#timers.delete(handle as number);
+    if (typeof handle === 'number') this.#timers.delete(handle);
   }
 
   get pendingTimers(): number {

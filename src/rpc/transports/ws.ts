@@ -8,6 +8,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
+import { errorCode } from '../../guards.ts';
 import type { Logger } from '../../log.ts';
 import { targetOf, TokenCheck } from '../../server/auth.ts';
 import { listen, type RequestHandler } from '../../server/listener.ts';
@@ -75,12 +76,13 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
   // ws destroys a socket whose peer has not answered a close frame after closeTimeout (30 s by
   // default): never before the shutdown deadline, which is ours to keep. ws has the option; its
   // type declarations do not list it yet.
-  const wss = new WebSocketServer({
+  const options: ServerOptions & { closeTimeout: number } = {
     noServer: true,
     maxPayload: opts.max_message_bytes,
     perMessageDeflate: false,
     closeTimeout: Math.max(30_000, grace + 1_000),
-  } as ServerOptions);
+  };
+  const wss = new WebSocketServer(options);
 
   const alive = new WeakMap<WebSocket, boolean>();
   wss.on('connection', (ws) => {
@@ -188,12 +190,12 @@ function wsTransport(ws: WebSocket, socket: Duplex, maxOut: number, logger: Logg
           ws.close(1003, 'text frames only');
           return;
         }
-        t.onmessage?.(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8'));
+        t.onmessage?.((Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8'));
       });
       ws.on('close', finish);
       ws.on('error', (err) => {
         // A peer's bad frame, not a bug here: its message and code, never a stack, reach the log.
-        logger.debug({ error: err.message, code: (err as { code?: unknown }).code }, 'WebSocket error');
+        logger.debug({ error: err.message, code: errorCode(err) }, 'WebSocket error');
         finish();
       });
     },

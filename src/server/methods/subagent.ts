@@ -8,7 +8,7 @@ import { defineMethod, type SteerAnswer } from './define.ts';
 /** Each session's serialised snapshots, reused while a child's snapshot is unchanged (docs/benchmarks.md). Gone with the session. */
 const listTexts = new WeakMap<Session, FlatJsonCache>();
 
-function snapshotsText(session: Session, snapshots: readonly object[]): string {
+function snapshotsText(session: Session, snapshots: readonly Readonly<Record<string, unknown>>[]): string {
   let cache = listTexts.get(session);
   if (cache === undefined) {
     cache = new FlatJsonCache();
