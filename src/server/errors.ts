@@ -76,7 +76,7 @@ export function zodIssues(error: Pick<z.ZodError, 'issues'>): Issue[] {
 }
 
 /** The coded check of a params schema (contract/methods.ts) behind an issue, if it is one. */
-function codedOf(issue: z.core.$ZodIssue): CodedIssue | undefined {
+export function codedOf(issue: z.core.$ZodIssue): CodedIssue | undefined {
   if (issue.code !== 'custom') return undefined;
   const p: unknown = issue.params;
   if (typeof p !== 'object' || p === null || !('rpc_code' in p) || !('rank' in p)) return undefined;

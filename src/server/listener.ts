@@ -102,6 +102,10 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
       owe: () => owed.add(socket),
     });
   });
+  // An idle keep-alive socket is closed by the client first (undici after 4 s, browsers later):
+  // a server that closes first races a request the client is already sending on it.
+  http.keepAliveTimeout = 65_000;
+  http.headersTimeout = 66_000;
   http.on('connection', (socket: Duplex) => {
     sockets.add(socket);
     socket.once('close', () => {

@@ -8,6 +8,7 @@ import { NOT_OWNED_MESSAGE } from '../../src/server/errors.ts';
 import { gatewayReadyPayloadSchema, wireEventSchema } from '../../src/contract/wire.ts';
 import { CATALOG, METHODS, RpcServer, type ServerOptions } from '../../src/rpc/server.ts';
 import { SERVER_NAME, VERSION } from '../../src/version.ts';
+import { METHODS as TABLE } from '../../src/server/methods/table.ts';
 import { ManualClock } from '../helpers/manual-clock.ts';
 import { BusLog, connectMemory, fails, isEvent, ok, privateKeyLeaks, type ResultOf, type RpcTestClient, type WireEvent } from '../helpers/rpc-client.ts';
 import { wireEntry } from '../helpers/wire-entry.ts';
@@ -76,6 +77,16 @@ const entryOf = (e: WireEvent) => wireEntry(e.payload) as Entry;
 const barrier = (c: RpcTestClient) => ok(c, 'server.info');
 
 // ---- server.info ----
+
+describe('the method table', () => {
+  it('takes idempotency keys on exactly the control methods docs/http.md names', () => {
+    const keyed = Object.values(TABLE).filter((m) => m.idempotent).map((m) => m.name).sort();
+    expect(keyed).toEqual(['delegation.spawn', 'session.reset', 'subagent.interrupt', 'subagent.steer']);
+    // Each entry answers to its own name, and the table holds every method the catalog lists.
+    expect(Object.entries(TABLE).every(([name, m]) => m.name === name)).toBe(true);
+    expect(Object.keys(TABLE).sort()).toEqual([...CATALOG.methods]);
+  });
+});
 
 describe('server.info', () => {
   it('names the server, speaks protocol 1, lists the registered methods, the catalog events and the limits', async () => {

@@ -4,6 +4,8 @@ import type { Immutable } from '../../contract/entities.ts';
 import { paramsSchemas, type MethodName, type ParamsOf, type ResultOf as WireResultOf } from '../../contract/methods.ts';
 import type { SteerRejection } from '../../types.ts';
 import type { CallContext, Services } from '../context.ts';
+import type { z } from 'zod';
+import { codedOf } from '../errors.ts';
 import { isThenable, type Keyed } from '../idempotency.ts';
 import type { JsonText } from '../json-text.ts';
 
@@ -39,6 +41,8 @@ export type Handler<M extends MethodName> = (params: ParamsOf<M>, services: Serv
 
 export interface MethodDef<M extends MethodName = MethodName> {
   readonly name: M;
+  /** Whether the method honours `idempotency_key`. */
+  readonly idempotent: boolean;
   /** The params as the handler gets them; throws the schema's ZodError (toRpcError maps its codes). */
   parse(params: Record<string, unknown>): ParamsOf<M>;
   /** Runs the call with the replay flag apart (HTTP says it in a header, MCP in its result). */
@@ -70,23 +74,35 @@ export function defineMethod<M extends MethodName>(name: M, handle: Handler<M>, 
     return schema.parse(params) as ParamsOf<M>;
   };
   const run = (params: Record<string, unknown>, ctx: CallContext): Keyed<AnswerOf<M>> => {
-    const p = parse(params);
     const { services, transport } = ctx;
-    const once = () => handle(p, services, transport);
-    const key = idempotent ? keyOf(p) : undefined;
-    if (key === undefined) return { value: once(), replayed: false };
+    const key = idempotent ? keyOf(params) : undefined;
+    if (key === undefined) return { value: handle(parse(params), services, transport), replayed: false };
+    // A keyed call: a shape error (-32602) is answered at once, never kept; a coded check (4000,
+    // 4002/4003) is the method's own answer, kept and replayed like any error the handler throws.
+    const checked = accepts?.(params) === true ? { success: true as const, data: params } : schema.safeParse(params);
+    if (!checked.success && !allCoded(checked.error)) throw checked.error;
+    const once = (): AnswerOf<M> => {
+      if (!checked.success) throw checked.error;
+      // The table's schema for M, as in parse().
+      return handle(checked.data as ParamsOf<M>, services, transport);
+    };
     // Checked against the session as the method itself would check it: a caller that may not use
     // the session gets the method's own error, in its own order (never another caller's answer).
     let session_id: string;
     try {
-      session_id = services.sessions.authorize(sessionOf(p), transport).session_id;
+      session_id = services.sessions.authorize(sessionOf(params), transport).session_id;
     } catch {
       return { value: once(), replayed: false };
     }
     // The raw params are what a repeat must match (the parsed ones are trimmed).
     return services.idempotency.run(session_id, name, key, params, once, (err) => services.logger.error({ err, method: name }, 'method failed'));
   };
-  return { name, parse, run, call: (params, ctx) => toWire(run(params, ctx), wire) };
+  return { name, idempotent, parse, run, call: (params, ctx) => toWire(run(params, ctx), wire) };
+}
+
+/** True when every issue is a coded check of contract/methods.ts (none is a shape error). */
+function allCoded(error: z.ZodError): boolean {
+  return error.issues.every((i) => codedOf(i) !== undefined);
 }
 
 function keyOf(params: object): string | undefined {

@@ -84,7 +84,7 @@ export const sessionMethods = {
     server.runtime.retireGeneration(session.session_id, retired);
     server.ledger.retireBefore(session.session_id, session.generation);
     return { session_id: session.session_id, generation: session.generation };
-  }),
+  }, { idempotent: true }),
 
   'session.close': defineMethod('session.close', (p, server, transport) => {
     const s = server.sessions.authorize(p.session_id, transport);
