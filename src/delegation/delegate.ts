@@ -2,7 +2,7 @@
 // p-queue and return at once with the ids and a promise of the entries (ordered by task_index).
 import { z } from 'zod';
 import { ErrorCode, SubrunError, type Issue } from '../errors.ts';
-import { ChildRecord, type SettleListener } from '../child/record.ts';
+import type { ChildRecord, SettleListener } from '../child/record.ts';
 import type { Core } from './core.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
 import { LiveChild } from './run-child.ts';
@@ -134,14 +134,14 @@ export function spawn(
   const batch = new Batch(tasks.length, core.hold());
   const records: ChildRecord[] = [];
   const lives: LiveChild[] = [];
-  for (let task_index = 0; task_index < tasks.length; task_index++) {
-    const task = tasks[task_index] as ResolvedTask;
-    const record = new ChildRecord({
+  let task_index = 0;
+  for (const task of tasks) {
+    const live = new LiveChild(core, {
       subagent_id: core.ids.subagent(),
       parent_id: parent?.subagent_id ?? null,
       depth: parent ? parent.depth + 1 : 0,
       delegation_id,
-      task_index,
+      task_index: task_index++,
       task_count: tasks.length,
       goal: task.goal,
       context: task.context,
@@ -151,9 +151,9 @@ export function spawn(
       timeout_ms: opts.data.timeout_ms,
       batch,
     });
-    records.push(record);
-    lives.push(new LiveChild(core, record));
-    core.emitAbout('subagent.spawn_requested', record);
+    records.push(live.record);
+    lives.push(live);
+    core.emitAbout('subagent.spawn_requested', live.record);
   }
   const subagent_ids = records.map((r) => r.subagent_id);
   core.emit('delegation.dispatched', { delegation_id, subagent_ids, count: subagent_ids.length, src: delegation_id }, owner);

@@ -54,9 +54,13 @@ export interface Runtime {
   delegate(tasks: readonly TaskSpec[], options?: DelegateCallOptions): DelegationHandle;
   list(options?: ListOptions): Snapshot[];
   tail(subagent_id: string, since?: number): TailResult;
+  /**
+   * Queues guidance for a child. `queued` means accepted, not delivered: it ends delivered or in the
+   * entry's missed_steer. `rejected` changes nothing and says why (`reason`).
+   */
+  steer(subagent_id: string, text: string): SteerResult;
   /** true means queued, not delivered. */
   steerSubagent(subagent_id: string, text: string): boolean;
-  steer(subagent_id: string, text: string): SteerResult;
   /**
    * For a steer `steer` answered `queued`: the promise that it reached the child's mailbox, when
    * the child's runner keeps one elsewhere (a remote worker); undefined otherwise (in-process, the
@@ -64,9 +68,13 @@ export interface Runtime {
    * missed); false when it never reached the mailbox and was taken back, leaving no trace.
    */
   steerCommitted(subagent_id: string, steer_id: string): Promise<boolean> | undefined;
+  /**
+   * Stops the child and its whole subtree; `interrupted` lists the target, then the descendants it
+   * reached. `found: false` if unknown, finished, finishing or already stopped.
+   */
+  interrupt(subagent_id: string): InterruptResult;
   /** Stops the child and its whole subtree; false if unknown, finished or already stopped. */
   interruptSubagent(subagent_id: string): boolean;
-  interrupt(subagent_id: string): InterruptResult;
   /** The same calls, refusing a foreign, retired or unknown child as not found. */
   readonly scoped: {
     list(scope: Scope, options?: ListOptions): Snapshot[];
@@ -218,7 +226,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       // and the steer still ends delivered or missed.
       return pending.then(
         () => true,
-        (err: unknown) => ((err as { withdraw?: unknown } | null)?.withdraw === false ? false : !record.inbox.withdraw(steer_id)),
+        (err: unknown) => (keepsSteer(err) ? false : !record.withdrawSteer(steer_id)),
       );
     },
     interruptSubagent: (id) => registry.interruptSubagent(id),
@@ -267,4 +275,9 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       return queues.size;
     },
   };
+}
+
+/** A failed commit whose outcome the runner cannot know (`withdraw: false`): the steer stays accepted. */
+function keepsSteer(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && 'withdraw' in err && err.withdraw === false;
 }
