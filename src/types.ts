@@ -229,7 +229,7 @@ export interface Runner {
   run(ctx: RunnerContext): Promise<RunOutcome>;
   /**
    * Optional veto, called synchronously when a steer is about to be queued. If it throws, the
-   * steer is refused (`steerSubagent` answers false) and leaves no trace.
+   * steer is refused (`steer` answers `rejected`, reason `vetoed`) and leaves no trace.
    */
   onSteer?(steer: Steer, ctx: RunnerContext): void;
   /**

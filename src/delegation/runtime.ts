@@ -59,8 +59,6 @@ export interface Runtime {
    * entry's missed_steer. `rejected` changes nothing and says why (`reason`).
    */
   steer(subagent_id: string, text: string): SteerResult;
-  /** true means queued, not delivered. */
-  steerSubagent(subagent_id: string, text: string): boolean;
   /**
    * For a steer `steer` answered `queued`: the promise that it reached the child's mailbox, when
    * the child's runner keeps one elsewhere (a remote worker); undefined otherwise (in-process, the
@@ -73,8 +71,6 @@ export interface Runtime {
    * reached. `found: false` if unknown, finished, finishing or already stopped.
    */
   interrupt(subagent_id: string): InterruptResult;
-  /** Stops the child and its whole subtree; false if unknown, finished or already stopped. */
-  interruptSubagent(subagent_id: string): boolean;
   /** The same calls, refusing a foreign, retired or unknown child as not found. */
   readonly scoped: {
     list(scope: Scope, options?: ListOptions): Snapshot[];
@@ -214,7 +210,6 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     delegate: (tasks, opts = {}) => spawn(core, null, tasks, { timeout_ms: opts.timeout_ms }, opts.owner),
     list: (o) => registry.list(o),
     tail: (id, since) => registry.tail(id, since),
-    steerSubagent: (id, text) => registry.steerSubagent(id, text),
     steer: (id, text) => registry.steer(id, text),
     steerCommitted(id, steer_id) {
       const record = registry.get(id);
@@ -229,7 +224,6 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         (err: unknown) => (keepsSteer(err) ? false : !record.withdrawSteer(steer_id)),
       );
     },
-    interruptSubagent: (id) => registry.interruptSubagent(id),
     interrupt: (id) => registry.interrupt(id),
     scoped: {
       list: (scope, o) => registry.listScoped(scope, o),

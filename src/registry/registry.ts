@@ -204,11 +204,6 @@ export class Registry {
     return { status: 'queued', subagent_id, text, steer_id: steer.steer_id };
   }
 
-  /** true means queued (not delivered). */
-  steerSubagent(subagent_id: string, text: string): boolean {
-    return this.steer(subagent_id, text).status === 'queued';
-  }
-
   /**
    * Stops the child and every live descendant (cooperatively: each ends at its next step boundary
    * with status `interrupted`). `interrupted` lists the target, then the descendants it reached.
@@ -219,10 +214,6 @@ export class Registry {
     const interrupted = [r.subagent_id];
     stopDescendants(r, interrupted);
     return { found: true, subagent_id, interrupted };
-  }
-
-  interruptSubagent(subagent_id: string): boolean {
-    return this.interrupt(subagent_id).found;
   }
 }
 
