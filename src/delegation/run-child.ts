@@ -148,12 +148,12 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
     const core = this.#core;
     const record = this.record;
     // --- the atomic close: nothing may await between these two lines ---
-    const leftovers = record.sealInbox();
+    // What it hands back is all of missed_steer: the inbox itself tracks what was taken, not confirmed.
+    const missed = record.sealInbox();
     ChildContext.close(this.ctx);
 
     if (this.#timeout !== undefined) core.clock.clearTimeout(this.#timeout);
     if (this.#grace !== undefined) core.clock.clearTimeout(this.#grace);
-    const missed = mergePending(core, record, settled, leftovers);
     const decided = decide(record, settled);
     if (record.liveChildren.size > 0) return this.#publishLater(settled, decided, missed);
     // Only a test's scheduler may wait here; without one the entry follows the seal in this turn.
@@ -257,22 +257,6 @@ function decide(record: ChildRecord, settled: Settled): Decision {
     return { status: 'failed', summary, error: outcome.error || 'the runner stopped without being interrupted' };
   }
   return { status: 'completed', summary, exit_reason: outcome.exit_reason };
-}
-
-/**
- * The runner's pending_steer is already among the sealed leftovers: the inbox tracks every taken
- * but unconfirmed steer itself. This only checks the runner's claim, and warns about steers it
- * hands back that the inbox saw delivered or never gave out (they are not listed).
- */
-function mergePending(core: Core, record: ChildRecord, settled: Settled, leftovers: Steer[]): Steer[] {
-  const pending = settled.kind === 'returned' ? (settled.outcome.pending_steer ?? []) : [];
-  if (pending.length === 0) return leftovers;
-  const known = new Set(leftovers.map((s) => s.steer_id));
-  const unknown = pending.filter((s) => !known.has(s.steer_id));
-  if (unknown.length > 0) {
-    core.logger.warn({ subagent_id: record.subagent_id, count: unknown.length }, 'runner handed back steers it had delivered or never took; ignored');
-  }
-  return leftovers;
 }
 
 function isOutcome(value: unknown): value is RunOutcome {

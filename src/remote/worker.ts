@@ -4,7 +4,7 @@
 // when the control plane says its epoch is fenced (this worker was declared lost and came back).
 import type { Logger } from '../log.ts';
 import { randomIds } from '../ids.ts';
-import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../types.ts';
+import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, TaskSpec } from '../types.ts';
 import type { RunnerKinds } from '../delegation/runners/kinds.ts';
 import { encode, subjects, type Assign, type AssignReply, type Drop, type Heartbeat, type SpawnRequest } from './protocol.ts';
 import { assignSchema, controlRequestSchema, dropSchema, guarded, inboundSchema, parse, spawnReplySchema, tryParse } from './messages.ts';
@@ -175,10 +175,9 @@ export class Worker {
     if (!ctx.open) return; // dropped meanwhile
     ctx.close();
     held.mailbox.close();
-    const pending: Steer[] = [...(outcome.pending_steer ?? [])];
     this.#link.nc.publish(
       subjects.events(held.assign.child),
-      encode({ type: 'finish', outcome: { ...outcome, pending_steer: pending }, epoch: held.assign.epoch, worker: this.id }),
+      encode({ type: 'finish', outcome, epoch: held.assign.epoch, worker: this.id }),
     );
     this.#release(held);
   }
