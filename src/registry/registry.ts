@@ -231,11 +231,7 @@ export function stopDescendants(r: ChildRecord, out: string[] = []): string[] {
   return out;
 }
 
-/**
- * One owner's children: the live ones in spawn order and the ids of its retained finished ones,
- * oldest first. (A list threaded through the records instead of the Set was measured on the
- * compiled build and bought nothing worth its fields on the record: docs/benchmarks.md.)
- */
+/** One owner's children: the live ones in spawn order and the ids of its retained finished ones, oldest first. */
 class OwnerSlot {
   /** Its live children, in spawn order (a Set keeps insertion order). */
   readonly live = new Set<ChildRecord>();
