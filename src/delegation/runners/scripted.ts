@@ -42,9 +42,9 @@ export function scripted(steps: readonly Step[] = []): Runner {
 
 async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutcome> {
   let lastSay = '';
-  let i = -1;
-  for (const step of steps) {
-    i++;
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i];
+    if (step === undefined) break; // never: i is in bounds; an index loop keeps no iterator across the awaits
     await ctx.checkpoint(`step ${i} ${step.op}`);
     if (ctx.signal.aborted) return stopped(lastSay);
     switch (step.op) {
