@@ -116,10 +116,9 @@ export interface RunOutcome {
   readonly api_calls?: number;
   readonly tokens?: Tokens;
   /**
-   * Steers the runner took with `takeSteers()` but did not deliver (stopped between taking and
-   * delivering, or taken after its last model call). The core lists them in `missed_steer`.
-   * The core also tracks taken-but-unconfirmed steers itself, so a forgotten hand-back still
-   * never loses a steer; handing them back states the runner's intent and is checked.
+   * @deprecated Ignored, and nothing to hand back: the core itself tracks every steer taken with
+   * `takeSteers()` and never confirmed, and lists it in `missed_steer` when the child finishes.
+   * Still accepted so that runners written for earlier versions compile and run unchanged.
    */
   readonly pending_steer?: readonly Steer[];
 }
@@ -229,8 +228,8 @@ export type SteerCommit = 'stored' | 'refused' | 'unknown';
  * - It honours `ctx.signal`: every wait ends early on abort, and it returns soon after. A runner
  *   that does not return within the runtime's interrupt grace is abandoned and its later effects
  *   are ignored.
- * - It takes steering only at safe points (after a tool step, before its next model call), and
- *   hands back as `pending_steer` whatever it took but did not deliver.
+ * - It takes steering only at safe points (after a tool step, before its next model call). What it
+ *   takes and never confirms delivered ends in `missed_steer`: the core keeps that record itself.
  */
 export interface Runner {
   /** Shown as the child's `model` (e.g. `"scripted"`). */
@@ -238,7 +237,7 @@ export interface Runner {
   run(ctx: RunnerContext): Promise<RunOutcome>;
   /**
    * Optional veto, called synchronously when a steer is about to be queued. If it throws, the
-   * steer is refused (`steerSubagent` answers false) and leaves no trace.
+   * steer is refused (`steer` answers `rejected`, reason `vetoed`) and leaves no trace.
    */
   onSteer?(steer: Steer, ctx: RunnerContext): void;
   /**

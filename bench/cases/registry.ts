@@ -122,7 +122,7 @@ export const registryCase: BenchCase = {
             for (let i = 0; i < B; i++) {
               const id = pick();
               batch.push(id);
-              if (!f.runtime.steerSubagent(id, STEER_TEXT)) throw new Error(`steer rejected for ${id}`);
+              if (f.runtime.steer(id, STEER_TEXT).status !== 'queued') throw new Error(`steer rejected for ${id}`);
             }
           },
           afterEach: () => {
@@ -140,7 +140,7 @@ export const registryCase: BenchCase = {
             for (let i = 0; i < drainOps; i++) {
               const id = pick();
               batch.push(id);
-              f.runtime.steerSubagent(id, STEER_TEXT);
+              f.runtime.steer(id, STEER_TEXT);
             }
           },
           fn: () => {
@@ -160,7 +160,7 @@ export const registryCase: BenchCase = {
             victim = takeRandom(f.ids);
           },
           fn: () => {
-            if (!f.runtime.interruptSubagent(victim)) throw new Error(`interrupt found no ${victim}`);
+            if (!f.runtime.interrupt(victim).found) throw new Error(`interrupt found no ${victim}`);
           },
           afterEach: async () => {
             const [fresh] = await f.grow(1);
@@ -188,7 +188,7 @@ export const registryCase: BenchCase = {
             for (let i = 0; i < B; i++) {
               const id = hot[k++ % hot.length] as string;
               batch.push(id);
-              if (!f.runtime.steerSubagent(id, STEER_TEXT)) throw new Error(`steer rejected for ${id}`);
+              if (f.runtime.steer(id, STEER_TEXT).status !== 'queued') throw new Error(`steer rejected for ${id}`);
             }
           },
           afterEach: () => {
@@ -199,7 +199,7 @@ export const registryCase: BenchCase = {
           name: `drain_hot@${n}`,
           ops: hot.length,
           beforeEach: () => {
-            for (const id of hot) f.runtime.steerSubagent(id, STEER_TEXT);
+            for (const id of hot) f.runtime.steer(id, STEER_TEXT);
           },
           fn: () => {
             for (const id of hot) {
@@ -226,13 +226,13 @@ export const registryCase: BenchCase = {
           if (recent.length === 0) {
             // Take a random child out of the round-robin pool and replace it, so a fresh one exists.
             const old = takeRandom(f.ids);
-            f.runtime.interruptSubagent(old);
+            f.runtime.interrupt(old);
             recent.push(...(await f.grow(1)));
           }
           victim = recent.pop() as string;
         },
         fn: () => {
-          if (!f.runtime.interruptSubagent(victim)) throw new Error(`interrupt found no ${victim}`);
+          if (!f.runtime.interrupt(victim).found) throw new Error(`interrupt found no ${victim}`);
         },
         afterEach: async () => {
           const fresh = await f.grow(1);

@@ -4,8 +4,8 @@
 // until the model answers without tool calls (and nothing it started is still running), or
 // max_iterations. Steers are taken only right before a model call (which is also right after a
 // tool batch), each as its own user message after the last tool result; they count as delivered
-// once a reply to a prompt holding them has fully arrived. Whatever was taken and not delivered
-// when the loop ends is handed back as pending_steer.
+// once a reply to a prompt holding them has fully arrived. Whatever was taken and not confirmed
+// when the loop ends stays with the caller's inbox, which reports it as missed.
 import type { Steer, Tokens } from '../types.ts';
 import { parseToolArguments, runTool, toToolSpec, type Tool } from './tools/tool.ts';
 import { ModelError, streamChat, type ChatEndpoint, type ChatMessage, type Sleeper } from './chat.ts';
@@ -46,7 +46,6 @@ export interface LoopResult {
   readonly error?: string;
   readonly api_calls: number;
   readonly tokens: Tokens;
-  readonly pending_steer: Steer[];
   /** The conversation including this turn (a parent keeps it for its next turn). */
   readonly messages: ChatMessage[];
 }
@@ -65,7 +64,6 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
     summary: lastText,
     api_calls,
     tokens,
-    pending_steer: pending,
     messages: messages.slice(1),
     ...extra,
   });

@@ -70,7 +70,6 @@ export function openaiRunner(config: OpenAIRunnerConfig): Runner {
         exit_reason: r.exit_reason,
         api_calls: r.api_calls,
         tokens: r.tokens,
-        pending_steer: r.pending_steer,
       };
     },
   };

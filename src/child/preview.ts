@@ -84,7 +84,7 @@ class Writer {
     }
     // As JSON.stringify does (a Date shows as its ISO string); one level deeper, so a toJSON
     // that keeps returning new objects meets the depth bound too.
-    const toJSON = (o as { toJSON?: unknown }).toJSON;
+    const toJSON = o.toJSON;
     if (typeof toJSON === 'function') {
       const replaced: unknown = toJSON.call(o);
       if (replaced !== o) return this.value(replaced, depth + 1);

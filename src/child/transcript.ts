@@ -1,6 +1,5 @@
 // A child's live transcript: the last 16 KiB of UTF-8 bytes plus the count of all bytes ever
-// written. Memory is bounded by the window whatever the child writes; the buffer grows to the
-// window size only as output arrives, so a quiet child costs next to nothing.
+// written, in a buffer that grows to the window only as output arrives (a quiet child costs little).
 
 export const TAIL_WINDOW_BYTES = 16384;
 
@@ -24,10 +23,7 @@ const POOLED_BYTES = Buffer.poolSize >>> 1;
 
 export class Transcript {
   readonly #capacity: number;
-  /**
-   * A Buffer, not a plain Uint8Array: Buffer#write encodes at an offset, where encodeInto needs a
-   * fresh subarray view per append (the encoding itself costs the same: tail.encode.buffer_write).
-   */
+  /** A Buffer, not a plain Uint8Array: Buffer#write encodes at an offset, with no subarray view per append. */
   #buf: Buffer;
   /** Total bytes ever written; the byte at absolute position p lives at p % capacity once full. */
   #written = 0;
@@ -43,10 +39,9 @@ export class Transcript {
 
   append(text: string): void {
     if (text.length === 0) return;
-    // No fresh array per append: encode() allocated one each time, which cost more than the copy
-    // itself (bench/cases/tail-memory.ts). UTF-8 takes at most 3 bytes per UTF-16 unit, so a
-    // text that surely fits before the buffer's end (or the wrap point) is encoded in place, and
-    // one that may not goes through a shared scratch (safe: this is synchronous).
+    // No fresh array per append: UTF-8 takes at most 3 bytes per UTF-16 unit, so a text that surely
+    // fits before the end (or the wrap point) is encoded in place, and one that may not goes through
+    // a shared scratch (safe: this is synchronous).
     const most = text.length * 3;
     const cap = this.#capacity;
     // Still growing: make room first, so the text is encoded straight into place.
@@ -126,8 +121,7 @@ export class Transcript {
     let next = Math.max(this.#buf.length, FIRST_BYTES);
     while (next < size) next *= 2;
     next = Math.min(next, this.#capacity);
-    // Small buffers come from Node's shared pool (a slice, about 0.2 µs) rather than a fresh
-    // ArrayBuffer of their own (about 1.5 µs, and one more external object for the GC).
+    // Small buffers are slices of Node's shared pool: cheaper than an ArrayBuffer each, and one less object for the GC.
     const grown = next <= POOLED_BYTES ? Buffer.allocUnsafe(next) : Buffer.allocUnsafeSlow(next);
     grown.set(this.#buf.subarray(0, this.#written));
     this.#buf = grown;

@@ -1,7 +1,5 @@
-// What a runner sees of its child (RunnerContext): one object per child whose functions live on
-// the prototype. An object literal of closures made 22 functions per child, about 3 KiB and a
-// fifth of the allocation behind every delegation (bench/cases/delegation.ts). The price is that
-// ctx's functions are methods: call them on ctx, do not detach them (see RunnerContext).
+// What a runner sees of its child (RunnerContext): one object per child, its functions on the
+// prototype rather than a closure each, so they are methods: call them on ctx, never detached.
 import { sleep } from '../clock.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import type { ChildRecord } from '../child/record.ts';
@@ -123,22 +121,22 @@ export class ChildContext implements RunnerContext {
 
   deliverSteers(): Steer[] {
     if (!this.#open) return [];
-    const delivered = this.#record.inbox.takeDelivered();
+    const delivered = this.#record.takeSteersDelivered();
     this.#markDelivered(delivered);
     return delivered;
   }
 
   takeSteers(): Steer[] {
-    return this.#open ? this.#record.inbox.take() : [];
+    return this.#open ? this.#record.takeSteers() : [];
   }
 
   confirmDelivered(steers: readonly Steer[]): void {
     if (!this.#open) return;
-    this.#markDelivered(this.#record.inbox.confirm(steers));
+    this.#markDelivered(this.#record.confirmDelivered(steers));
   }
 
   steerArrived(cancel?: AbortSignal): Promise<void> {
-    return this.#record.inbox.waitForSteer(this.#record, cancel);
+    return this.#record.steerArrived(cancel);
   }
 
   delegate(tasks: readonly TaskSpec[], options: DelegateOptions = {}): DelegationHandle {

@@ -1,10 +1,5 @@
-// One parent's queue of children: p-queue caps how many run at once. A child stopped while it
-// waits completes at once, but its p-queue entry stays until its turn (p-queue takes an entry out
-// early only through an AbortSignal listener per entry, about 8 µs each on Node 20, paid by every
-// child). So the dead entries are counted, and once they outnumber the living ones the waiting
-// line is rebuilt without them: a host that keeps spawning and cancelling while every slot is
-// held by long-running children holds at most about twice the live line, not every child it ever
-// cancelled (with its record, context and transcript).
+// One parent's queue of children (p-queue caps how many run at once). A child stopped while waiting
+// leaves a dead entry; once the dead outnumber the living the line is rebuilt, so cancelled ones never pile up.
 import PQueue from 'p-queue';
 
 /** What the queue needs of a child (the lifecycle in run-child.ts is one). */
@@ -22,10 +17,8 @@ const MIN_DEAD_TO_COMPACT = 64;
 export class ChildQueue {
   readonly #pq: PQueue;
   /**
-   * Children added and not yet started, oldest first from #head (p-queue starts them in order).
-   * A started child's place is emptied at once: the line held every started child (its record,
-   * context and transcript) until 1,024 had started, so a session that ran a few children kept
-   * them all after it closed.
+   * Children added and not yet started, oldest first from #head (p-queue starts them in order). A
+   * started child's place is emptied at once, so the line never keeps a started child's record alive.
    */
   #line: Array<QueuedChild | undefined> = [];
   #head = 0;

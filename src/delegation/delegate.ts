@@ -2,14 +2,19 @@
 // p-queue and return at once with the ids and a promise of the entries (ordered by task_index).
 import { z } from 'zod';
 import { ErrorCode, SubrunError, type Issue } from '../errors.ts';
-import { ChildRecord, type SettleListener } from '../child/record.ts';
+import type { ChildRecord, SettleListener } from '../child/record.ts';
 import type { Core } from './core.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
 import { LiveChild } from './run-child.ts';
 import type { CompletionEntry, DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from '../types.ts';
 
 function isRunner(v: unknown): v is Runner {
-  return typeof v === 'object' && v !== null && typeof (v as Runner).run === 'function' && typeof (v as Runner).model === 'string';
+  return typeof v === 'object' && v !== null && 'run' in v && typeof v.run === 'function' && 'model' in v && typeof v.model === 'string';
+}
+
+/** Any non-array object: reading any of its keys gives an unknown. */
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const runnerSchema = z.custom<Runner>(isRunner, { message: 'expected a runner: an object with a string `model` and a `run` function' });
@@ -62,11 +67,11 @@ export function validateTasks(tasks: unknown, maxConcurrent: number, kinds: Runn
   const issues: Issue[] = [];
   const parsed: ResolvedTask[] = [];
   tasks.forEach((task, i) => {
-    if (typeof task !== 'object' || task === null || Array.isArray(task)) {
+    if (!isPlainObject(task)) {
       issues.push({ path: `tasks.${i}`, message: 'each task must be an object {goal, context?, runner?}' });
       return;
     }
-    const plain = plainTask(task as Record<string, unknown>);
+    const plain = plainTask(task);
     if (plain) {
       parsed.push(plain);
       return;
@@ -99,9 +104,8 @@ export function validateTasks(tasks: unknown, maxConcurrent: number, kinds: Runn
 }
 
 /**
- * The common task ({goal, context?, runner?}, all well-typed) checked by hand; anything else
- * (an agent spec, or something wrong) goes through the schema, which names the field. A zod parse
- * per task was about a twentieth of a delegation's cost (bench/cases/delegation.ts).
+ * The common task ({goal, context?, runner?}, all well-typed) checked by hand, sparing it a zod
+ * parse; anything else (an agent spec, or something wrong) goes through the schema, which names the field.
  */
 function plainTask(task: Record<string, unknown>): ResolvedTask | undefined {
   const { goal, context, runner, agent } = task;
@@ -139,14 +143,14 @@ export function spawn(
   const batch = new Batch(tasks.length, core.hold());
   const records: ChildRecord[] = [];
   const lives: LiveChild[] = [];
-  for (let task_index = 0; task_index < tasks.length; task_index++) {
-    const task = tasks[task_index] as ResolvedTask;
-    const record = new ChildRecord({
+  let task_index = 0;
+  for (const task of tasks) {
+    const live = new LiveChild(core, {
       subagent_id: core.ids.subagent(),
       parent_id: parent?.subagent_id ?? null,
       depth: parent ? parent.depth + 1 : 0,
       delegation_id,
-      task_index,
+      task_index: task_index++,
       task_count: tasks.length,
       goal: task.goal,
       context: task.context,
@@ -156,9 +160,9 @@ export function spawn(
       timeout_ms: opts.data.timeout_ms,
       batch,
     });
-    records.push(record);
-    lives.push(new LiveChild(core, record));
-    core.emitAbout('subagent.spawn_requested', record);
+    records.push(live.record);
+    lives.push(live);
+    core.emitAbout('subagent.spawn_requested', live.record);
   }
   const subagent_ids = records.map((r) => r.subagent_id);
   core.emit('delegation.dispatched', { delegation_id, subagent_ids, count: subagent_ids.length, src: delegation_id }, owner);

@@ -1,8 +1,6 @@
-// Runs one child from queued to its completion entry: builds its context, awaits the runner,
-// maps throw/abort/timeout to a status, seals the steer inbox and publishes exactly one entry.
-// The order at the end is the steer promise: seal (stop accepting + take leftovers, one
-// synchronous step) -> wait for descendants' entries -> the entry and its event.
-import type { ChildRecord, StopListener } from '../child/record.ts';
+// Runs one child from queued to its one completion entry. The order at the end is the steer
+// promise: seal (stop accepting + take leftovers, one synchronous step) -> descendants -> the entry.
+import { ChildRecord, type ChildInit, type ChildLifecycle } from '../child/record.ts';
 import { stopDescendants } from '../registry/registry.ts';
 import { buildCompletionEntry } from './completion.ts';
 import { ChildContext } from './child-context.ts';
@@ -16,28 +14,29 @@ type Settled =
   | { readonly kind: 'abandoned' };
 
 /**
- * One child between spawn and entry: its context, its timers and the lifecycle. One object per
- * child with the lifecycle as methods: per-child closures, promises and a race around the runner
- * were most of what a child cost beyond the runner itself (bench/cases/delegation.ts).
+ * One child between spawn and entry: its record, its context, its timers and the lifecycle as
+ * methods (one object per child, not a closure per step: docs/benchmarks.md).
  */
-export class LiveChild implements StopListener, QueuedChild {
+export class LiveChild implements ChildLifecycle, QueuedChild {
+  readonly record: ChildRecord;
   readonly ctx: ChildContext;
+  readonly steerVeto: ((steer: Steer) => void) | undefined;
   /** The line it waits in (set when it is added). */
   queue: ChildQueue | undefined;
+  readonly #core: Core;
   #timeout: unknown;
   #grace: unknown;
 
-  /** Registers the child; one stopped while still queued completes at once. */
-  constructor(
-    private readonly core: Core,
-    readonly record: ChildRecord,
-  ) {
-    const ctx = (this.ctx = new ChildContext(core, record));
-    const hook = record.runner.onSteer;
-    record.setSteerVeto(hook ? (steer) => hook.call(record.runner, steer, ctx) : undefined);
+  /** Makes and registers the child's record; one stopped while still queued completes at once. */
+  constructor(core: Core, init: ChildInit) {
+    this.#core = core;
+    const runner = init.runner;
+    const hook = runner.onSteer;
+    this.steerVeto = hook ? (steer) => hook.call(runner, steer, this.ctx) : undefined;
+    const record = (this.record = new ChildRecord(init, this));
+    this.ctx = new ChildContext(core, record);
     core.registry.add(record);
     record.parent?.addLiveChild(record);
-    record.setLifecycle(this);
   }
 
   /**
@@ -52,7 +51,8 @@ export class LiveChild implements StopListener, QueuedChild {
 
   /** Runs a queued child to its entry. Never rejects: what it cannot handle is logged. */
   async #run(): Promise<void> {
-    const { core, record } = this;
+    const core = this.#core;
+    const record = this.record;
     try {
       if (record.finished || record.status !== 'queued') return;
       // A runner that runs its child elsewhere first finds it a place (a remote worker); the child
@@ -75,7 +75,7 @@ export class LiveChild implements StopListener, QueuedChild {
       }
       // Abandoned meanwhile (it ignored a stop for the grace period): that path sealed the child
       // and publishes its entry (after any descendants), so nothing is left to do here.
-      if (!record.inbox.accepting) return;
+      if (!record.accepting_steer) return;
       const later = this.#finish(settled);
       if (later) await later;
     } catch (err) {
@@ -92,7 +92,8 @@ export class LiveChild implements StopListener, QueuedChild {
    * the seal already took them.
    */
   #settleAfterFault(err: unknown): void {
-    const { core, record } = this;
+    const core = this.#core;
+    const record = this.record;
     if (record.finished) return;
     const entry = buildCompletionEntry({
       task_index: record.task_index,
@@ -101,7 +102,7 @@ export class LiveChild implements StopListener, QueuedChild {
       error: `internal error: ${describe(err)}`,
       duration_seconds: 0,
       model: record.model,
-      ...missedOf(record.inbox.seal()),
+      ...missedOf(record.sealInbox()),
     });
     ChildContext.close(this.ctx);
     try {
@@ -114,7 +115,8 @@ export class LiveChild implements StopListener, QueuedChild {
 
   /** Called by the record on a stop (interrupt, timeout, an ancestor's stop). */
   childStopped(): void {
-    const { core, record } = this;
+    const core = this.#core;
+    const record = this.record;
     if (record.status === 'queued') {
       if (record.finished) return;
       finishUnstarted(core, record, this.ctx);
@@ -127,8 +129,9 @@ export class LiveChild implements StopListener, QueuedChild {
   }
 
   #abandon(): void {
-    const { core, record } = this;
-    if (!record.inbox.accepting) return;
+    const core = this.#core;
+    const record = this.record;
+    if (!record.accepting_steer) return;
     const failed = (err: unknown) => core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
     try {
       this.#finish({ kind: 'abandoned' })?.catch(failed);
@@ -142,14 +145,15 @@ export class LiveChild implements StopListener, QueuedChild {
    * or a test seam to pass: no async frame per child for the common case.
    */
   #finish(settled: Settled): Promise<void> | undefined {
-    const { core, record } = this;
+    const core = this.#core;
+    const record = this.record;
     // --- the atomic close: nothing may await between these two lines ---
-    const leftovers = record.inbox.seal();
+    // What it hands back is all of missed_steer: the inbox itself tracks what was taken, not confirmed.
+    const missed = record.sealInbox();
     ChildContext.close(this.ctx);
 
     if (this.#timeout !== undefined) core.clock.clearTimeout(this.#timeout);
     if (this.#grace !== undefined) core.clock.clearTimeout(this.#grace);
-    const missed = mergePending(core, record, settled, leftovers);
     const decided = decide(record, settled);
     if (record.liveChildren.size > 0) return this.#publishLater(settled, decided, missed);
     // Only a test's scheduler may wait here; without one the entry follows the seal in this turn.
@@ -164,7 +168,8 @@ export class LiveChild implements StopListener, QueuedChild {
    * comes after every descendant's (post-order).
    */
   async #publishLater(settled: Settled, decided: Decision, missed: readonly Steer[]): Promise<void> {
-    const { core, record } = this;
+    const core = this.#core;
+    const record = this.record;
     stopDescendants(record);
     await Promise.all([...record.liveChildren].map((c) => c.done));
     const seam = core.checkpoint?.('complete', record.subagent_id);
@@ -174,7 +179,7 @@ export class LiveChild implements StopListener, QueuedChild {
 }
 
 function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext): void {
-  const leftovers = record.inbox.seal();
+  const leftovers = record.sealInbox();
   ChildContext.close(ctx);
   const entry = buildCompletionEntry({
     task_index: record.task_index,
@@ -254,26 +259,10 @@ function decide(record: ChildRecord, settled: Settled): Decision {
   return { status: 'completed', summary, exit_reason: outcome.exit_reason };
 }
 
-/**
- * The runner's pending_steer is already among the sealed leftovers: the inbox tracks every taken
- * but unconfirmed steer itself. This only checks the runner's claim, and warns about steers it
- * hands back that the inbox saw delivered or never gave out (they are not listed).
- */
-function mergePending(core: Core, record: ChildRecord, settled: Settled, leftovers: Steer[]): Steer[] {
-  const pending = settled.kind === 'returned' ? (settled.outcome.pending_steer ?? []) : [];
-  if (pending.length === 0) return leftovers;
-  const known = new Set(leftovers.map((s) => s.steer_id));
-  const unknown = pending.filter((s) => !known.has(s.steer_id));
-  if (unknown.length > 0) {
-    core.logger.warn({ subagent_id: record.subagent_id, count: unknown.length }, 'runner handed back steers it had delivered or never took; ignored');
-  }
-  return leftovers;
-}
-
 /** A runner's return value is an outcome (a worker checks its runners' alike). */
 export function isOutcome(value: unknown): value is RunOutcome {
-  if (typeof value !== 'object' || value === null) return false;
-  const status = (value as { status?: unknown }).status;
+  if (typeof value !== 'object' || value === null || !('status' in value)) return false;
+  const status = value.status;
   return status === 'completed' || status === 'failed' || status === 'interrupted';
 }
 

@@ -54,8 +54,10 @@ export interface Runtime {
   delegate(tasks: readonly TaskSpec[], options?: DelegateCallOptions): DelegationHandle;
   list(options?: ListOptions): Snapshot[];
   tail(subagent_id: string, since?: number): TailResult;
-  /** true means queued, not delivered. */
-  steerSubagent(subagent_id: string, text: string): boolean;
+  /**
+   * Queues guidance for a child. `queued` means accepted, not delivered: it ends delivered or in the
+   * entry's missed_steer. `rejected` changes nothing and says why (`reason`).
+   */
   steer(subagent_id: string, text: string): SteerResult;
   /**
    * For a steer `steer` answered `queued`: the promise that it reached the child's mailbox, when
@@ -64,8 +66,10 @@ export interface Runtime {
    * missed); false when it never reached the mailbox and was taken back, leaving no trace.
    */
   steerCommitted(subagent_id: string, steer_id: string): Promise<boolean> | undefined;
-  /** Stops the child and its whole subtree; false if unknown, finished or already stopped. */
-  interruptSubagent(subagent_id: string): boolean;
+  /**
+   * Stops the child and its whole subtree; `interrupted` lists the target, then the descendants it
+   * reached. `found: false` if unknown, finished, finishing or already stopped.
+   */
   interrupt(subagent_id: string): InterruptResult;
   /** The same calls, refusing a foreign, retired or unknown child as not found. */
   readonly scoped: {
@@ -73,6 +77,8 @@ export interface Runtime {
     tail(scope: Scope, subagent_id: string, since?: number): TailResult;
     steer(scope: Scope, subagent_id: string, text: string): SteerResult;
     interrupt(scope: Scope, subagent_id: string): InterruptResult;
+    /** Whether the child is in reach of the scope: live, or finished and still retained. */
+    has(scope: Scope, subagent_id: string): boolean;
   };
   /** Pauses (or resumes) every new spawn of one session, at any depth. */
   setPaused(session_id: string, paused: boolean): void;
@@ -206,7 +212,6 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     delegate: (tasks, opts = {}) => spawn(core, null, tasks, { timeout_ms: opts.timeout_ms }, opts.owner),
     list: (o) => registry.list(o),
     tail: (id, since) => registry.tail(id, since),
-    steerSubagent: (id, text) => registry.steerSubagent(id, text),
     steer: (id, text) => registry.steer(id, text),
     steerCommitted(id, steer_id) {
       const record = registry.get(id);
@@ -215,16 +220,16 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       // Refused: withdrawn if still queued here (no trace); if it was taken or sealed meanwhile it
       // is in the ledger already and ends delivered or missed, so it stays accepted. An unknown
       // outcome is kept: the host hears the error, and the steer still ends delivered or missed.
-      const refused = () => !record.inbox.withdraw(steer_id);
+      const refused = () => !record.withdrawSteer(steer_id);
       return pending.then((commit) => (commit === 'refused' ? refused() : commit === 'stored'), refused);
     },
-    interruptSubagent: (id) => registry.interruptSubagent(id),
     interrupt: (id) => registry.interrupt(id),
     scoped: {
       list: (scope, o) => registry.listScoped(scope, o),
       tail: (scope, id, since) => registry.tail(id, since, scope),
       steer: (scope, id, text) => registry.steer(id, text, scope),
       interrupt: (scope, id) => registry.interrupt(id, scope),
+      has: (scope, id) => registry.getScoped(scope, id) !== undefined,
     },
     setPaused(session_id, value) {
       if (value) paused.add(session_id);
@@ -265,3 +270,4 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
   };
 }
+

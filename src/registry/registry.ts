@@ -60,7 +60,9 @@ export class Registry {
    */
   retire(record: ChildRecord): void {
     if (!this.#live.delete(record.subagent_id)) return;
-    const slot = this.#owners.get(ownerKey(record)) as OwnerSlot;
+    const key = ownerKey(record);
+    const slot = this.#owners.get(key);
+    if (slot === undefined) return; // never: add() made the slot of every live child
     slot.live.delete(record);
     if (this.#retainPerOwner > 0 && slot.onReleased === undefined && generationOf(record) >= slot.retainFrom) {
       this.#retained.set(record.subagent_id, record);
@@ -71,7 +73,7 @@ export class Registry {
         if (old !== undefined) this.#retained.delete(old);
       }
     }
-    this.#dropIfEmpty(ownerKey(record), slot);
+    this.#dropIfEmpty(key, slot);
   }
 
   /**
@@ -173,7 +175,7 @@ export class Registry {
   tail(subagent_id: string, since?: number, scope?: Scope): TailResult {
     const r = this.getScoped(scope, subagent_id);
     if (!r) return { subagent_id, available: false, text: '', truncated: false, offset: 0 };
-    return { subagent_id, available: true, ...r.transcript.read(since) };
+    return { subagent_id, available: true, ...r.readTail(since) };
   }
 
   /**
@@ -183,29 +185,23 @@ export class Registry {
   steer(subagent_id: string, rawText: string, scope?: Scope): SteerResult {
     const text = typeof rawText === 'string' ? rawText.trim() : '';
     if (text === '') return rejected(subagent_id, text, 'empty');
-    if (Buffer.byteLength(text, 'utf8') > MAX_STEER_BYTES) return rejected(subagent_id, text, 'too_long');
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > MAX_STEER_BYTES) return rejected(subagent_id, text, 'too_long');
     const r = this.getScoped(scope, subagent_id);
     if (!r || r.finished) return rejected(subagent_id, text, 'not_found');
     if (!r.accepting_steer || isFinalStatus(r.status)) return rejected(subagent_id, text, 'not_accepting');
     // Bounded memory: a child that is not taking its steers cannot make the host's words pile up.
-    if (r.inbox.pendingCount >= this.#maxQueued || r.inbox.pendingBytes + Buffer.byteLength(text, 'utf8') > this.#maxQueuedBytes) {
-      return rejected(subagent_id, text, 'queue_full');
-    }
-    // The hook runs inside push, before the steer is queued or wakes a waiting runner: a vetoed
-    // steer must leave no trace (not even an early end of a wait_steer).
+    if (!r.hasRoomForSteer(bytes, this.#maxQueued, this.#maxQueuedBytes)) return rejected(subagent_id, text, 'queue_full');
+    // The veto runs before the steer is queued or wakes a waiting runner: a vetoed steer must leave
+    // no trace (not even an early end of a wait_steer).
     let steer;
     try {
-      steer = r.inbox.push(this.#ids.steer(), text, r.steerVeto);
+      steer = r.acceptSteer(this.#ids.steer(), text);
     } catch {
       return rejected(subagent_id, text, 'vetoed');
     }
     if (!steer) return rejected(subagent_id, text, 'not_accepting');
     return { status: 'queued', subagent_id, text, steer_id: steer.steer_id };
-  }
-
-  /** true means queued (not delivered). */
-  steerSubagent(subagent_id: string, text: string): boolean {
-    return this.steer(subagent_id, text).status === 'queued';
   }
 
   /**
@@ -219,10 +215,6 @@ export class Registry {
     stopDescendants(r, interrupted);
     return { found: true, subagent_id, interrupted };
   }
-
-  interruptSubagent(subagent_id: string): boolean {
-    return this.interrupt(subagent_id).found;
-  }
 }
 
 function rejected(subagent_id: string, text: string, reason: SteerRejection): SteerResult {
@@ -232,19 +224,14 @@ function rejected(subagent_id: string, text: string, reason: SteerRejection): St
 /** Stops every live descendant of `r` (pre-order), appending the ids it newly stopped. */
 export function stopDescendants(r: ChildRecord, out: string[] = []): string[] {
   const stack = [...r.liveChildren].reverse();
-  while (stack.length > 0) {
-    const c = stack.pop() as ChildRecord;
+  for (let c = stack.pop(); c !== undefined; c = stack.pop()) {
     if (c.stop('interrupt')) out.push(c.subagent_id);
     stack.push(...[...c.liveChildren].reverse());
   }
   return out;
 }
 
-/**
- * One owner's children: the live ones in spawn order and the ids of its retained finished ones,
- * oldest first. (A list threaded through the records instead of the Set was measured on the
- * compiled build and bought nothing worth its fields on the record: docs/benchmarks.md.)
- */
+/** One owner's children: the live ones in spawn order and the ids of its retained finished ones, oldest first. */
 class OwnerSlot {
   /** Its live children, in spawn order (a Set keeps insertion order). */
   readonly live = new Set<ChildRecord>();

@@ -696,7 +696,7 @@ describe('the runner context', () => {
     await flush();
     const before = early.state.ctx?.signal as AbortSignal;
     expect(before.aborted).toBe(false);
-    for (const id of h.subagent_ids) expect(rt.interruptSubagent(id)).toBe(true);
+    for (const id of h.subagent_ids) expect(rt.interrupt(id).found).toBe(true);
     expect(before.aborted).toBe(true);
     expect(before.reason).toBe('interrupt');
     const after = late.state.ctx?.signal as AbortSignal;

@@ -38,7 +38,7 @@ describe('keeping the process alive', () => {
     const ran = await runScript(`
       const runtime = createRuntime();
       const { subagent_ids, results } = runtime.delegate([{ goal: 'waits', runner: scripted([{ op: 'wait_steer' }]) }]);
-      setTimeout(() => runtime.interruptSubagent(subagent_ids[0]), 100).unref();
+      setTimeout(() => runtime.interrupt(subagent_ids[0]), 100).unref();
       console.log((await results)[0].status);
     `);
     expect(ran).toEqual({ code: 0, stdout: 'interrupted\n' });

@@ -9,7 +9,7 @@ it('an in-process entry lists each missed steer with its id, never maybe_deliver
   const id = subagent_ids[0] as string;
   const a = rt.steer(id, 'first');
   const b = rt.steer(id, 'second');
-  rt.interruptSubagent(id);
+  rt.interrupt(id);
   const [entry] = await results;
   expect(entry?.missed_steer).toBe('first\nsecond');
   expect(entry?.missed_steer_detail).toEqual([

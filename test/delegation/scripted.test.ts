@@ -48,7 +48,7 @@ describe('scripted runner: delivery points', () => {
   it('a steer queued during a sleep that precedes finish is missed, with the note; status stays completed', async () => {
     const { rt, clock, run, delivered } = setup();
     const c = await run({ op: 'say', text: 'my answer' }, { op: 'sleep', ms: 100 }, { op: 'finish' });
-    expect(rt.steerSubagent(c.id, 'check the tests too')).toBe(true);
+    expect(rt.steer(c.id, 'check the tests too').status).toBe('queued');
     await clock.advance(100);
     const entry = await c.entry();
     expect(entry.status).toBe('completed');
@@ -131,7 +131,7 @@ describe('scripted runner: wait_steer', () => {
     // Hold the only slot so the steer is queued before the child starts.
     const blocker = await run({ op: 'wait_steer' });
     const c = await run({ op: 'wait_steer' }, { op: 'finish', summary: 'fast' });
-    expect(rt.steerSubagent(c.id, 'already here')).toBe(true);
+    expect(rt.steer(c.id, 'already here').status).toBe('queued');
     rt.steer(blocker.id, 'release');
     const entry = await c.entry();
     expect(entry.summary).toBe('fast');

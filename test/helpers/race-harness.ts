@@ -46,7 +46,7 @@ export interface TaskGen {
 
 /** A client operation. `pick` chooses the target among the children known so far (+1 unknown id). */
 export type ClientOp =
-  | { readonly op: 'steer'; readonly pick: number; readonly bool?: boolean; readonly target?: string }
+  | { readonly op: 'steer'; readonly pick: number; readonly target?: string }
   | { readonly op: 'interrupt'; readonly pick: number; readonly target?: string }
   | { readonly op: 'list' }
   | { readonly op: 'tail'; readonly pick: number }
@@ -110,7 +110,7 @@ export function taskArb(depth: number, opts: { readonly twophase?: boolean } = {
 }
 
 const clientOpArb: fc.Arbitrary<ClientOp> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ op: fc.constant('steer' as const), pick: fc.nat(), bool: fc.boolean() }) },
+  { weight: 6, arbitrary: fc.record({ op: fc.constant('steer' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('interrupt' as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('list' as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('tail' as const), pick: fc.nat() }) },
@@ -305,7 +305,7 @@ export type LedgerItem =
       /** accepting_steer of the target in a list() taken just before the call (undefined: not listed). */
       readonly acceptingBefore: boolean | undefined;
       readonly queued: boolean;
-      readonly result?: SteerResult;
+      readonly result: SteerResult;
     }
   | {
       readonly kind: 'interrupt';
@@ -418,8 +418,8 @@ export class RaceRun {
         case 'steer': {
           const target = op.target ?? this.#pick(op.pick);
           const tag = `<s${++this.#tags}>`;
-          await this.#yieldTo(`${who}: ${op.bool ? 'steerSubagent' : 'steer'} ${target} ${tag}`);
-          this.steer(who, target, tag, op.bool === true);
+          await this.#yieldTo(`${who}: steer ${target} ${tag}`);
+          this.steer(who, target, tag);
           break;
         }
         case 'interrupt': {
@@ -448,15 +448,10 @@ export class RaceRun {
 
   // The client calls, each recorded with the event position it happened at.
 
-  steer(who: string, target: string, tag: string, bool = false): boolean {
+  steer(who: string, target: string, tag: string): boolean {
     const at = this.events.length;
     const acceptingBefore = this.runtime.list().find((s) => s.subagent_id === target)?.accepting_steer;
     const text = `steer ${tag} please`;
-    if (bool) {
-      const queued = this.runtime.steerSubagent(target, text);
-      this.ledger.push({ kind: 'steer', at, who, target, text, tag, acceptingBefore, queued });
-      return queued;
-    }
     const result = this.runtime.steer(target, text);
     this.ledger.push({ kind: 'steer', at, who, target, text, tag, acceptingBefore, queued: result.status === 'queued', result });
     return result.status === 'queued';

@@ -51,7 +51,7 @@ server.connect(transport);
 
 /** A call the types must refuse: a subagent id is a string. */
 const MISTYPED = `import { createRuntime } from 'subrun';
-createRuntime().steerSubagent(42, 'focus');
+createRuntime().steer(42, 'focus');
 `;
 
 function tsconfig(resolution: 'node16' | 'bundler', files: string[]): string {
@@ -143,7 +143,7 @@ describe('the npm package, installed into a fresh project', () => {
   it.each(['node16', 'bundler'] as const)('refuses a mistyped call with %s resolution', async (resolution) => {
     const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.mistyped.json`], dir);
     expect(ran.code).not.toBe(0);
-    expect(ran.stdout).toMatch(/mistyped\.ts\(2,31\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'/);
+    expect(ran.stdout).toMatch(/mistyped\.ts\(2,23\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'/);
   });
 
   it("serves the dashboard from the installed package: the page, its modules and the stylesheet", async () => {

@@ -103,7 +103,7 @@ describe('snapshots', () => {
   });
 });
 
-describe('steerSubagent / steer', () => {
+describe('steer', () => {
   it('queues trimmed text and returns its steer_id; the reply carries no delivered key', async () => {
     const { rt, delivered, events } = setup();
     const h = rt.delegate([task('t', { op: 'wait_steer' }, { op: 'finish', summary: 'ok' })]);
@@ -120,16 +120,16 @@ describe('steerSubagent / steer', () => {
     expect(rt.tail(id).text).toContain('[steer] use the cache\n');
   });
 
-  it('steerSubagent answers true for a queued steer', async () => {
+  it('answers queued for a steer to a running child', async () => {
     const { rt } = setup();
     const h = rt.delegate([task('t', HANG)]);
     await flush();
-    expect(rt.steerSubagent(h.subagent_ids[0]!, 'hello')).toBe(true);
+    expect(rt.steer(h.subagent_ids[0]!, 'hello').status).toBe('queued');
   });
 
   it('refuses an unknown id', () => {
     const { rt } = setup();
-    expect(rt.steerSubagent('sa_nope', 'hi')).toBe(false);
+    expect(rt.steer('sa_nope', 'hi').status).toBe('rejected');
     expect(rt.steer('sa_nope', 'hi')).toMatchObject({ status: 'rejected', subagent_id: 'sa_nope', text: 'hi', reason: 'not_found' });
   });
 
@@ -138,8 +138,8 @@ describe('steerSubagent / steer', () => {
     const h = rt.delegate([task('t', HANG)]);
     await flush();
     const id = h.subagent_ids[0]!;
-    expect(rt.steerSubagent(id, '')).toBe(false);
-    expect(rt.steerSubagent(id, ' \n\t  ')).toBe(false);
+    expect(rt.steer(id, '').status).toBe('rejected');
+    expect(rt.steer(id, ' \n\t  ').status).toBe('rejected');
     expect(rt.steer(id, '   ')).toMatchObject({ status: 'rejected', reason: 'empty', text: '' });
   });
 
@@ -148,18 +148,18 @@ describe('steerSubagent / steer', () => {
     const h = rt.delegate([task('t', HANG)]);
     await flush();
     const id = h.subagent_ids[0]!;
-    expect(rt.steerSubagent(id, 'a'.repeat(32768))).toBe(true);
+    expect(rt.steer(id, 'a'.repeat(32768)).status).toBe('queued');
     expect(rt.steer(id, 'a'.repeat(32769))).toMatchObject({ status: 'rejected', reason: 'too_long' });
     // Surrounding whitespace is trimmed before counting.
-    expect(rt.steerSubagent(id, `   ${'b'.repeat(32768)}\n\n`)).toBe(true);
+    expect(rt.steer(id, `   ${'b'.repeat(32768)}\n\n`).status).toBe('queued');
     // Multi-byte characters count as bytes: 10923 × '€' is 32769 bytes in 10923 UTF-16 units.
     expect('€'.repeat(10923).length).toBeLessThan(32768);
-    expect(rt.steerSubagent(id, '€'.repeat(10923))).toBe(false);
+    expect(rt.steer(id, '€'.repeat(10923)).status).toBe('rejected');
     // 10922 × '€' + 2 ASCII = 32768 bytes: accepted.
-    expect(rt.steerSubagent(id, `${'€'.repeat(10922)}ab`)).toBe(true);
+    expect(rt.steer(id, `${'€'.repeat(10922)}ab`).status).toBe('queued');
     // 8192 emoji = 32768 bytes accepted; one more ASCII byte refused.
-    expect(rt.steerSubagent(id, '😀'.repeat(8192))).toBe(true);
-    expect(rt.steerSubagent(id, `${'😀'.repeat(8192)}x`)).toBe(false);
+    expect(rt.steer(id, '😀'.repeat(8192)).status).toBe('queued');
+    expect(rt.steer(id, `${'😀'.repeat(8192)}x`).status).toBe('rejected');
   });
 
   it('refuses a finished child', async () => {
@@ -212,7 +212,7 @@ describe('steerSubagent / steer', () => {
     const id = h.subagent_ids[0]!;
     await flush();
     expect(rt.steer(id, 'forbidden move')).toMatchObject({ status: 'rejected', reason: 'vetoed' });
-    expect(rt.steerSubagent(id, 'fine move')).toBe(true);
+    expect(rt.steer(id, 'fine move').status).toBe('queued');
     expect(seen).toEqual(['forbidden move', 'fine move']);
     await clock.advance(100);
     const [entry] = await h.results;
@@ -227,7 +227,7 @@ describe('steerSubagent / steer', () => {
     const stopper: Runner = {
       ...scripted([{ op: 'finish', summary: 'never runs' }]),
       onSteer(steer) {
-        if (steer.text === 'stop yourself') rt.interruptSubagent(queuedId);
+        if (steer.text === 'stop yourself') rt.interrupt(queuedId);
       },
     };
     const blocker = rt.delegate([{ goal: 'holds the slot', agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }]);
@@ -240,7 +240,7 @@ describe('steerSubagent / steer', () => {
     expect(entry?.status).toBe('interrupted');
     expect(entry?.missed_steer).toBeUndefined();
     expect(s.delivered(queuedId)).toEqual([]);
-    rt.interruptSubagent(blocker.subagent_ids[0]!);
+    rt.interrupt(blocker.subagent_ids[0]!);
     await blocker.results;
   });
 
@@ -256,12 +256,12 @@ describe('steerSubagent / steer', () => {
     const h = rt.delegate([{ goal: 'waiting', runner: picky }]);
     const id = h.subagent_ids[0]!;
     await flush();
-    expect(rt.steerSubagent(id, 'no')).toBe(false);
+    expect(rt.steer(id, 'no').status).toBe('rejected');
     await flush();
     // Nothing was queued, so wait_steer must still be waiting.
     expect(find(id)?.status).toBe('running');
     expect(events.some((e) => e.type === 'subagent.text')).toBe(false);
-    expect(rt.steerSubagent(id, 'yes')).toBe(true);
+    expect(rt.steer(id, 'yes').status).toBe('queued');
     const [entry] = await h.results;
     expect(entry?.summary).toBe('woke up');
   });
@@ -304,7 +304,7 @@ describe('steerSubagent / steer', () => {
     const id = second.subagent_ids[0]!;
     await flush();
     expect(rt.list().find((s) => s.subagent_id === id)?.status).toBe('queued');
-    expect(rt.steerSubagent(id, 'early word')).toBe(true);
+    expect(rt.steer(id, 'early word').status).toBe('queued');
     await flush();
     expect(delivered(id)).toEqual([]);
     await clock.advance(100);
@@ -431,7 +431,7 @@ describe('interrupt', () => {
 
     // A second interrupt finds nothing and adds no second entry.
     expect(rt.interrupt(root)).toEqual({ found: false, subagent_id: root, interrupted: [] });
-    expect(rt.interruptSubagent(byGoal('leaf-2').subagent_id)).toBe(false);
+    expect(rt.interrupt(byGoal('leaf-2').subagent_id).found).toBe(false);
     await flush();
     expect(completes()).toHaveLength(6);
   });
@@ -441,11 +441,11 @@ describe('interrupt', () => {
     const h = rt.delegate([task('t', HANG)]);
     const id = h.subagent_ids[0]!;
     await flush();
-    expect(rt.interruptSubagent(id)).toBe(true);
-    expect(rt.interruptSubagent(id)).toBe(false);
+    expect(rt.interrupt(id).found).toBe(true);
+    expect(rt.interrupt(id).found).toBe(false);
     await h.results;
     await flush();
-    expect(rt.interruptSubagent(id)).toBe(false);
+    expect(rt.interrupt(id).found).toBe(false);
     expect(completes()).toEqual([id]);
   });
 
@@ -474,7 +474,7 @@ describe('interrupt', () => {
   it('an unknown id is not found', () => {
     const { rt } = setup();
     expect(rt.interrupt('sa_404')).toEqual({ found: false, subagent_id: 'sa_404', interrupted: [] });
-    expect(rt.interruptSubagent('sa_404')).toBe(false);
+    expect(rt.interrupt('sa_404').found).toBe(false);
   });
 
   it('a queued child completes at once as interrupted and never starts', async () => {
@@ -484,7 +484,7 @@ describe('interrupt', () => {
     const id = second.subagent_ids[0]!;
     await flush();
     expect(find(id)?.status).toBe('queued');
-    expect(rt.steerSubagent(id, 'queued steer')).toBe(true);
+    expect(rt.steer(id, 'queued steer').status).toBe('queued');
 
     expect(rt.interrupt(id)).toEqual({ found: true, subagent_id: id, interrupted: [id] });
     // At once: no flush needed.

@@ -3,7 +3,7 @@
 import { systemClock, type Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import { randomIds } from '../../ids.ts';
-import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../../types.ts';
+import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, TaskSpec } from '../../types.ts';
 import { isOutcome } from '../../delegation/run-child.ts';
 import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
 import { type Assign, type AssignReply, assignSchema, controlRequestSchema, type Drop, dropSchema, encode, guarded, type Heartbeat, inboundSchema, parse, spawnReplySchema, type SpawnRequest, subjects, tryParse } from '../wire.ts';
@@ -187,10 +187,9 @@ export class Worker {
     if (!ctx.open) return; // dropped meanwhile
     ctx.close();
     held.mailbox.close();
-    const pending: Steer[] = [...(outcome.pending_steer ?? [])];
     this.#link.nc.publish(
       subjects.events(held.assign.child),
-      encode({ type: 'finish', outcome: { ...outcome, pending_steer: pending }, epoch: held.assign.epoch, worker: this.id }),
+      encode({ type: 'finish', outcome, epoch: held.assign.epoch, worker: this.id }),
     );
     this.#letGo(held);
   }

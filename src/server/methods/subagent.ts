@@ -36,10 +36,15 @@ export const subagentMethods = {
 
 'subagent.steer': defineMethod('subagent.steer', (p, { sessions, runtime }, transport) => {
   const s = sessions.authorize(p.session_id, transport);
-  const r = runtime.scoped.steer(sessions.scopeOf(s), p.subagent_id, p.text);
+  const scope = sessions.scopeOf(s);
+  const r = runtime.scoped.steer(scope, p.subagent_id, p.text);
   // A full queue is an error, not `rejected`: the host must learn to wait, not that the child is gone.
   if (r.status === 'rejected' && r.reason === 'queue_full') throw new RpcError(RpcCode.SteerQueueFull, 'steer queue full');
-  if (r.status !== 'queued') return { status: 'rejected', subagent_id: p.subagent_id, text: r.text, reason: r.reason } satisfies SteerAnswer;
+  if (r.status !== 'queued') {
+    // The caller's own finished child is known to it (subagent.list shows it): it takes no more steers.
+    const reason = r.reason === 'not_found' && runtime.scoped.has(scope, p.subagent_id) ? 'not_accepting' : r.reason;
+    return { status: 'rejected', subagent_id: p.subagent_id, text: r.text, reason } satisfies SteerAnswer;
+  }
   const queued = { status: 'queued', subagent_id: p.subagent_id, text: r.text, steer_id: r.steer_id } as const;
   // A child on a remote worker: `queued` only once the steer is in its mailbox (publish ack).
   const committed = runtime.steerCommitted(p.subagent_id, r.steer_id);
