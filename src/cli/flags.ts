@@ -94,8 +94,7 @@ export function parseFlags<const S extends readonly FlagSpec[]>(
     values[spec.flag] = convert(spec, given, source ?? spec.flag);
     sources[spec.flag] = source ?? spec.flag;
   }
-  // Each value was converted by its spec's kind, which is what FlagValues<S> says of it; the
-  // compiler cannot tie a spec met at run time to its key in that mapped type.
+  // Converted by its spec's kind, as FlagValues<S> says; the compiler cannot tie a runtime spec to its key.
   return { values: values as FlagValues<S>, positionals, sources };
 }
 
