@@ -30,10 +30,12 @@ const inside = (root: string, path: string) => {
   return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
 };
 
-const stringField = (m: Record<string, unknown>, key: string): string | undefined => {
-  const p = m.params;
-  if (typeof p !== 'object' || p === null) return undefined;
-  const v = (p as Record<string, unknown>)[key];
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+const stringField = (m: AnyMessage, key: string): string | undefined => {
+  const p = 'params' in m ? m.params : undefined;
+  if (!isObject(p)) return undefined;
+  const v = p[key];
   return typeof v === 'string' ? v : undefined;
 };
 
@@ -63,19 +65,19 @@ export class AcpAgent {
   }
 
   /** Sees each inbound message in wire order, before the SDK dispatches it (stdio-wire.ts). */
-  tap(message: AnyMessage): void {
-    const m = message as unknown as Record<string, unknown>;
+  tap(m: AnyMessage): void {
     if (m.jsonrpc !== '2.0') return;
     const sid = stringField(m, 'sessionId');
     if (sid === undefined) return;
-    if (m.method === 'session/prompt' && 'id' in m && (typeof m.id === 'string' || typeof m.id === 'number')) {
+    const method = 'method' in m ? m.method : undefined;
+    if (method === 'session/prompt' && 'id' in m && (typeof m.id === 'string' || typeof m.id === 'number')) {
       const session = this.#sessions.get(sid);
       if (!session) return;
       // Registered before the SDK checks the params (a cancel right behind must find it); a prompt
       // the SDK then refuses loses its turn, and any cancel that marked it, with its answer.
       session.registerTurn(m.id);
       this.#prompts.set(m.id, session);
-    } else if (m.method === 'session/cancel' && !('id' in m)) {
+    } else if (method === 'session/cancel' && !('id' in m)) {
       const own = this.#sessions.get(sid);
       if (own) return own.cancel();
       for (const s of this.#sessions.values()) if (s.ownsChild(sid)) return s.cancelChild(sid);
@@ -184,7 +186,7 @@ export class AcpAgent {
       .onRequest(acp.methods.agent.session.new, ({ params }) =>
         guard(async () => {
           const cwd = await this.#checkedCwd(params.cwd);
-          const { session_id } = await this.#link.call<{ session_id: string }>('session.create', {});
+          const { session_id } = await this.#link.call('session.create', {});
           if (this.#opts.workspaces === true) this.#opts.server.setSessionWorkspace(session_id, cwd);
           this.#sessions.set(session_id, new AcpSession(session_id, this.#visible, this.#link, (id, up) => this.#send(id, up), log));
           log.info({ session_id }, 'acp session created');
@@ -205,7 +207,7 @@ export class AcpAgent {
           if (signal.aborted) onAbort();
           else signal.addEventListener('abort', onAbort, { once: true });
           const text = params.prompt.map((b) => (b.type === 'text' ? b.text : '')).join('');
-          return session.prompt(requestId as string | number, text).finally(() => signal.removeEventListener('abort', onAbort));
+          return session.prompt(requestId, text).finally(() => signal.removeEventListener('abort', onAbort));
         }),
       )
       .onNotification(acp.methods.agent.session.cancel, () => {

@@ -3,6 +3,7 @@
 // Each is the JSON-RPC method of the same meaning under ACP's `_` prefix and camelCase params;
 // the server checks them in its own order and answers with its own shapes and codes.
 import * as acp from '@agentclientprotocol/sdk/unstable';
+import type { MethodName } from '../contract/methods.ts';
 import type { RpcLink } from './rpc-link.ts';
 
 export const EXTENSION_METHODS = ['_subrun/steer', '_subrun/list', '_subrun/tail'] as const;
@@ -11,12 +12,16 @@ type Params = Record<string, unknown>;
 
 /** The SDK's params parser for an extension: an object, else -32602; the fields are the server's to check. */
 export function objectParams(params: unknown): Params {
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw acp.RequestError.invalidParams(undefined, 'params must be an object');
-  return params as Params;
+  if (!isParams(params)) throw acp.RequestError.invalidParams(undefined, 'params must be an object');
+  return params;
+}
+
+function isParams(v: unknown): v is Params {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** The JSON-RPC call behind each extension method. */
-export function extensionCall(method: (typeof EXTENSION_METHODS)[number], p: Params): { method: string; params: Params } {
+export function extensionCall(method: (typeof EXTENSION_METHODS)[number], p: Params): { method: MethodName; params: Params } {
   switch (method) {
     case '_subrun/steer':
       return { method: 'subagent.steer', params: { session_id: p.sessionId, subagent_id: p.subagentId, text: p.text } };
@@ -27,7 +32,8 @@ export function extensionCall(method: (typeof EXTENSION_METHODS)[number], p: Par
   }
 }
 
-export function runExtension(link: RpcLink, method: (typeof EXTENSION_METHODS)[number], p: Params): Promise<Record<string, unknown>> {
+/** Relayed untyped: the IDE's values are the server's to check, in its order with its codes. */
+export function runExtension(link: RpcLink, method: (typeof EXTENSION_METHODS)[number], p: Params): Promise<unknown> {
   const call = extensionCall(method, p);
-  return link.call(call.method, call.params);
+  return link.relay(call.method, call.params);
 }

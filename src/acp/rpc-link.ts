@@ -2,9 +2,11 @@
 // adapter makes for an IDE goes through the same dispatch, authority checks (the session's slot
 // and generation), limits and error codes as a host's call, and the sessions' events reach it as
 // they reach any host. The adapter translates; the server decides.
+import type { z } from 'zod';
+import { resultSchemas, type MethodName, type ParamsOf, type ResultOf } from '../contract/methods.ts';
 import { RpcCode, RpcError } from '../server/errors.ts';
-import type { RpcServer } from '../rpc/server.ts';
 import { memoryPair, type MemoryClient } from '../rpc/transports/memory.ts';
+import type { Transport } from '../rpc/transports/transport.ts';
 
 /** One `event` notification's params, as the server sends them. */
 export interface RpcEvent {
@@ -21,6 +23,9 @@ interface Pending {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The result schemas as a mapped type, so that the one for a generic M parses to ResultOf<M>. */
+const results: { readonly [M in MethodName]: z.ZodType<ResultOf<M>> } = resultSchemas;
+
 export class RpcLink {
   readonly #client: MemoryClient;
   readonly #pending = new Map<number, Pending>();
@@ -28,8 +33,11 @@ export class RpcLink {
   #next = 0;
   #closed = false;
 
-  /** `onEvent` runs synchronously as the server sends each event, in the server's order. */
-  constructor(server: RpcServer, onEvent: (event: RpcEvent) => void) {
+  /**
+   * `server` is the RpcServer, or anything that serves a transport as one does; `onEvent` runs
+   * synchronously as the server sends each event, in the server's order.
+   */
+  constructor(server: { connect(transport: Transport): unknown }, onEvent: (event: RpcEvent) => void) {
     this.#onEvent = onEvent;
     const { server: transport, client } = memoryPair();
     client.onmessage = (text) => this.#receive(text);
@@ -38,11 +46,40 @@ export class RpcLink {
     server.connect(transport);
   }
 
-  /** One call; rejects with the server's error (its code, message and data) as an RpcError. */
-  call<T = Record<string, unknown>>(method: string, params: Record<string, unknown>): Promise<T> {
+  /**
+   * One call, its answer checked against the method's result schema; rejects with the server's
+   * error (its code, message and data) as an RpcError, or InternalError for an answer off it.
+   */
+  call<M extends MethodName>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+    return this.#request(method, params, (result) => {
+      const parsed = results[method].safeParse(result);
+      if (!parsed.success) throw new RpcError(RpcCode.InternalError, `${method}: the server's answer does not match its result schema`);
+      return parsed.data;
+    });
+  }
+
+  /**
+   * The untyped path, for what the adapter relays and does not read (the IDE's extension calls):
+   * params as they came, for the server to check; its answer as it came, for the IDE.
+   */
+  relay(method: MethodName, params: Record<string, unknown>): Promise<unknown> {
+    return this.#request(method, params, (result) => result);
+  }
+
+  /** `read` runs as the answer arrives (no extra tick): what it returns resolves, what it throws rejects. */
+  #request<T>(method: MethodName, params: Record<string, unknown>, read: (result: unknown) => T): Promise<T> {
     if (this.#closed) return Promise.reject(new RpcError(RpcCode.ShuttingDown, 'server is shutting down'));
     const id = ++this.#next;
-    const reply = new Promise<T>((resolve, reject) => this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject }));
+    const reply = new Promise<T>((resolve, reject) => {
+      const settle = (result: unknown) => {
+        try {
+          resolve(read(result));
+        } catch (err) {
+          reject(err);
+        }
+      };
+      this.#pending.set(id, { resolve: settle, reject });
+    });
     this.#client.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
     return reply;
   }

@@ -5,8 +5,9 @@
 // was sent, so a long session holds only its live children; a finished child's id is then unknown
 // here, as ACP has it for a session that is over (a cancel on it goes nowhere). Every control action goes to the server
 // as a JSON-RPC call, where authority, generations and limits apply as for any host.
-import { RequestError, type PromptResponse, type SessionUpdate, type StopReason } from '@agentclientprotocol/sdk/unstable';
+import { RequestError, type PromptResponse, type RequestId, type SessionUpdate, type StopReason } from '@agentclientprotocol/sdk/unstable';
 import { entryFromWire } from '../server/wire-events.ts';
+import type { MethodName, ParamsOf } from '../contract/methods.ts';
 import type { Logger } from '../log.ts';
 import type { RpcEvent, RpcLink } from './rpc-link.ts';
 import * as u from './updates.ts';
@@ -47,7 +48,7 @@ export class AcpSession {
   readonly #logger: Logger;
   /** Children announced and not yet terminal. */
   readonly #children = new Map<string, Child>();
-  readonly #turns = new Map<string | number, Turn>();
+  readonly #turns = new Map<RequestId, Turn>();
   /** Each turn's end (from its message.complete), by turn id, made by whichever side comes first. */
   readonly #ends = new Map<string, Deferred<TurnEnd>>();
   #terminalWaiters: Array<() => void> = [];
@@ -76,37 +77,37 @@ export class AcpSession {
 
   // ---- ordering: called from the wire tap, synchronously, in arrival order ----
 
-  registerTurn(requestId: string | number): Turn {
+  registerTurn(requestId: RequestId): Turn {
     let turn = this.#turns.get(requestId);
     if (!turn) this.#turns.set(requestId, (turn = { cancelled: false }));
     return turn;
   }
 
   /** The prompt's request was answered (whatever the answer): its turn, cancelled or not, goes. */
-  dropTurn(requestId: string | number): void {
+  dropTurn(requestId: RequestId): void {
     this.#turns.delete(requestId);
   }
 
   /** `session/cancel` on this session: every prompt that arrived before it, every child. */
   cancel(): void {
     for (const turn of this.#turns.values()) turn.cancelled = true;
-    this.#call('session.interrupt', {});
+    this.#call('session.interrupt', { session_id: this.sessionId });
   }
 
   /** `session/cancel` on one child: that child and its subtree; the turn goes on. */
   cancelChild(subagent_id: string): void {
-    this.#call('subagent.interrupt', { subagent_id });
+    this.#call('subagent.interrupt', { session_id: this.sessionId, subagent_id });
   }
 
   // ---- the prompt ----
 
-  async prompt(requestId: string | number, text: string): Promise<PromptResponse> {
+  async prompt(requestId: RequestId, text: string): Promise<PromptResponse> {
     const turn = this.registerTurn(requestId);
     try {
       // Checked and submitted in one synchronous step: a cancel seen by the tap after this point
       // reaches the server after the submit (one link, in order), so it interrupts this turn.
       if (turn.cancelled || this.#closed) return { stopReason: 'cancelled' };
-      const started = this.#link.call<{ turn_id: string }>('prompt.submit', { session_id: this.sessionId, text });
+      const started = this.#link.call('prompt.submit', { session_id: this.sessionId, text });
       const { turn_id } = await started;
       const end = await this.#end(turn_id).promise;
       this.#ends.delete(turn_id);
@@ -245,8 +246,8 @@ export class AcpSession {
   }
 
   /** A control call whose answer the client does not wait for (cancel is a notification). */
-  #call(method: string, params: Record<string, unknown>): void {
+  #call<M extends MethodName>(method: M, params: ParamsOf<M>): void {
     if (this.#closed) return;
-    this.#link.call(method, { session_id: this.sessionId, ...params }).catch((err: unknown) => this.#logger.warn({ err, method }, 'cancel not applied'));
+    this.#link.call(method, params).catch((err: unknown) => this.#logger.warn({ err, method }, 'cancel not applied'));
   }
 }

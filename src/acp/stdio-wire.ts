@@ -36,14 +36,14 @@ export interface StdioWire {
 export type Id = string | number | null;
 
 /** The id the SDK will answer with, for a well-formed JSON-RPC 2.0 request; undefined otherwise. */
-function requestId(m: Record<string, unknown>): Id | undefined {
-  if (m.jsonrpc !== '2.0' || typeof m.method !== 'string' || !('id' in m)) return undefined;
+function requestId(m: AnyMessage): Id | undefined {
+  if (m.jsonrpc !== '2.0' || !('method' in m) || typeof m.method !== 'string' || !('id' in m)) return undefined;
   const id = m.id;
   return id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : undefined;
 }
 
 export function stdioWire(opts: StdioWireOptions): StdioWire {
-  const source = (Readable.toWeb(opts.input) as ReadableStream<Uint8Array>).getReader();
+  const source: ReadableStreamDefaultReader<Uint8Array> = Readable.toWeb(opts.input).getReader();
   let closed = false;
   let control!: ReadableStreamDefaultController<Uint8Array>;
   let wake!: () => void;
@@ -85,12 +85,11 @@ export function stdioWire(opts: StdioWireOptions): StdioWire {
   const sink = raw.writable.getWriter();
   const writable = new WritableStream<AnyMessage>({
     async write(message) {
-      const m = message as Record<string, unknown>;
-      const answer = 'id' in m && !('method' in m);
-      if (answer) opts.onAnswer?.(m.id as Id);
+      const answer = 'id' in message && !('method' in message) ? message : undefined;
+      if (answer) opts.onAnswer?.(answer.id);
       await sink.write(message);
       if (answer) {
-        unanswered.delete(m.id as Id);
+        unanswered.delete(answer.id);
         settle();
       }
     },
@@ -104,8 +103,7 @@ export function stdioWire(opts: StdioWireOptions): StdioWire {
   const readable = raw.readable.pipeThrough(
     new TransformStream<AnyMessage, AnyMessage>({
       transform(message, controller) {
-        const m = message as unknown as Record<string, unknown>;
-        const id = requestId(m);
+        const id = requestId(message);
         if (id !== undefined) unanswered.add(id);
         opts.tap(message);
         controller.enqueue(message);

@@ -242,7 +242,7 @@ const streamChunkSchema = z.looseObject({
 });
 
 function describeError(e: unknown): string {
-  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+  if (typeof e === 'object' && e !== null && 'message' in e && typeof e.message === 'string') return e.message;
   return preview(e);
 }
 
@@ -252,7 +252,7 @@ async function httpError(res: Response): Promise<ModelError> {
     const text = (await res.text()).slice(0, 2000);
     try {
       const parsed: unknown = JSON.parse(text);
-      const error = typeof parsed === 'object' && parsed !== null ? (parsed as { error?: unknown }).error : undefined;
+      const error = typeof parsed === 'object' && parsed !== null && 'error' in parsed ? parsed.error : undefined;
       detail = error !== undefined ? describeError(error) : text.slice(0, 200);
     } catch {
       detail = text.slice(0, 200);
@@ -280,10 +280,16 @@ export function retryAfter(value: string | null, now: number = Date.now()): numb
 function toModelError(err: unknown, signal: AbortSignal): ModelError {
   if (err instanceof ModelError) return err;
   if (signal.aborted) return new ModelError('aborted', 'interrupted');
-  const name = (err as { name?: string } | null)?.name;
+  const name = prop(err, 'name');
   if (name === 'TimeoutError') return new ModelError('timeout', 'the model request timed out');
   if (name === 'AbortError') return new ModelError('timeout', 'the model request timed out');
-  const cause = (err as { cause?: { code?: string; message?: string } } | null)?.cause;
-  const message = cause?.message ?? (err instanceof Error ? err.message : String(err));
-  return new ModelError('network', `cannot reach the model server: ${message}${cause?.code ? ` (${cause.code})` : ''}`);
+  const cause = prop(err, 'cause');
+  const code = prop(cause, 'code');
+  const message = prop(cause, 'message') ?? (err instanceof Error ? err.message : String(err));
+  return new ModelError('network', `cannot reach the model server: ${String(message)}${code ? ` (${String(code)})` : ''}`);
+}
+
+/** `v?.[key]` for a value of unknown type (a primitive has none of the keys asked for here). */
+function prop(v: unknown, key: string): unknown {
+  return (typeof v === 'object' && v !== null) || typeof v === 'function' ? Reflect.get(v, key) : undefined;
 }

@@ -26,6 +26,8 @@ const PARENT_PROMPT = [
   'context. When all the work is done, answer the user.',
 ].join('\n');
 
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /** A turn's end as hermes' `TurnStatus`: a failure of any kind is `error` (the text says which). */
 function turnStatus(status: string): 'complete' | 'error' | 'interrupted' {
   return status === 'completed' ? 'complete' : status === 'interrupted' ? 'interrupted' : 'error';
@@ -143,7 +145,7 @@ export class ParentAgent {
         onReasoning: (d) => emit('message.thinking', { turn_id: turn.turn_id, text: d }),
         onToolStart: (name, args, tool_id) => {
           // hermes' shapes: the model's call id and the function name; `args` only as an object.
-          const shown = typeof args === 'object' && args !== null && !Array.isArray(args) ? { args: args as Record<string, unknown> } : {};
+          const shown = isRecord(args) ? { args } : {};
           const t0 = clock.now();
           emit('tool.start', { turn_id: turn.turn_id, tool_id, name, ...shown, preview: preview(args) });
           return (output, ok) =>

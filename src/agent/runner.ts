@@ -98,17 +98,21 @@ export const openaiAgentSchema = z.strictObject({
  * configured endpoint every such task is refused with a message saying how to configure one.
  */
 export function openaiKind(config: OpenAIRunnerConfig | undefined): RunnerKind {
-  const schema = config
-    ? openaiAgentSchema
-    : openaiAgentSchema.refine(() => false, {
-        message: 'the openai runner is not configured: start subrun with --base-url and --model (or SUBRUN_BASE_URL / SUBRUN_MODEL)',
-        path: ['kind'],
-      });
-  return defineRunnerKind(schema, (spec) =>
+  if (!config) {
+    const refused = openaiAgentSchema.refine(() => false, {
+      message: 'the openai runner is not configured: start subrun with --base-url and --model (or SUBRUN_BASE_URL / SUBRUN_MODEL)',
+      path: ['kind'],
+    });
+    // The schema refuses every spec and a kind creates only from accepted ones: never reached.
+    return defineRunnerKind(refused, () => {
+      throw new Error('the openai runner is not configured');
+    });
+  }
+  return defineRunnerKind(openaiAgentSchema, (spec) =>
     openaiRunner({
-      ...(config as OpenAIRunnerConfig),
-      endpoint: { ...(config as OpenAIRunnerConfig).endpoint, model: spec.model ?? (config as OpenAIRunnerConfig).endpoint.model },
-      max_iterations: spec.max_iterations ?? config?.max_iterations,
+      ...config,
+      endpoint: { ...config.endpoint, model: spec.model ?? config.endpoint.model },
+      max_iterations: spec.max_iterations ?? config.max_iterations,
     }),
   );
 }

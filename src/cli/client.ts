@@ -20,33 +20,33 @@ const WATCH_USAGE = `usage: subrun watch --session ID --key KEY [options]
 
 Prints a session's events as JSON lines until Ctrl-C.`;
 
-interface RpcReply {
-  id?: unknown;
-  result?: unknown;
-  error?: { code: number; message: string; data?: unknown };
-  method?: string;
-  params?: unknown;
-}
+/** A JSON object: a reply, an event or the params of a call (the server's to check). */
+type Json = Record<string, unknown>;
+
+const isJson = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 class RpcClient {
   readonly #ws: WebSocket;
   #next = 0;
-  readonly #pending = new Map<number, (reply: RpcReply) => void>();
+  readonly #pending = new Map<number, (reply: Json) => void>();
   onevent?: (params: unknown) => void;
 
   private constructor(ws: WebSocket) {
     this.#ws = ws;
     ws.on('message', (data) => {
-      let msg: RpcReply;
+      let msg: unknown;
       try {
-        msg = JSON.parse(String(data)) as RpcReply;
+        msg = JSON.parse(String(data));
       } catch {
         return;
       }
+      if (!isJson(msg)) return;
       if (msg.method === 'event') return this.onevent?.(msg.params);
-      const done = typeof msg.id === 'number' ? this.#pending.get(msg.id) : undefined;
+      const id = msg.id;
+      if (typeof id !== 'number') return;
+      const done = this.#pending.get(id);
       if (done) {
-        this.#pending.delete(msg.id as number);
+        this.#pending.delete(id);
         done(msg);
       }
     });
@@ -61,7 +61,7 @@ class RpcClient {
     });
   }
 
-  call(method: string, params: unknown): Promise<RpcReply> {
+  call(method: string, params: unknown): Promise<Json> {
     const id = ++this.#next;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, resolve);
@@ -82,8 +82,10 @@ class RpcClient {
   }
 }
 
-function formatError(e: NonNullable<RpcReply['error']>): string {
-  return `error ${e.code}: ${e.message}${e.data === undefined ? '' : ` ${JSON.stringify(e.data)}`}`;
+/** `error CODE: MESSAGE [DATA]`, from a reply's error as the server sent it. */
+function formatError(error: unknown): string {
+  const e: Json = isJson(error) ? error : {};
+  return `error ${String(e.code)}: ${String(e.message)}${e.data === undefined ? '' : ` ${JSON.stringify(e.data)}`}`;
 }
 
 async function connect(argv: readonly string[], onevent?: (params: unknown) => void) {
@@ -116,7 +118,7 @@ export async function call(argv: readonly string[]): Promise<number> {
   const [method, paramsText, extra] = positionals;
   if (!method) throw new UsageError('call needs a METHOD, e.g. subrun call subagent.list \'{"session_id":"..."}\'');
   if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
-  let params: Record<string, unknown> = {};
+  let params: Json = {};
   if (paramsText !== undefined) {
     let parsed: unknown;
     try {
@@ -124,8 +126,8 @@ export async function call(argv: readonly string[]): Promise<number> {
     } catch {
       throw new UsageError(`PARAMS_JSON is not valid JSON: ${paramsText.slice(0, 80)}`);
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('PARAMS_JSON must be a JSON object, e.g. \'{"session_id":"..."}\'');
-    params = parsed as Record<string, unknown>;
+    if (!isJson(parsed)) throw new UsageError('PARAMS_JSON must be a JSON object, e.g. \'{"session_id":"..."}\'');
+    params = parsed;
   }
   const { client, session } = await connect(argv);
   try {
@@ -158,7 +160,7 @@ export async function watch(argv: readonly string[]): Promise<number> {
   if (values.session === undefined) throw new UsageError('watch needs --session and --key');
   const { client } = await connect(argv, (params) => {
     // The greeting is the connection's, not the session's.
-    if ((params as { type?: unknown } | null)?.type !== 'gateway.ready') process.stdout.write(`${JSON.stringify(params)}\n`);
+    if (!isJson(params) || params.type !== 'gateway.ready') process.stdout.write(`${JSON.stringify(params)}\n`);
   });
   process.stderr.write(`watching ${String(values.session)}; Ctrl-C to stop\n`);
   const stop = new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));

@@ -1,6 +1,12 @@
-// The demo's story as data: its children's scripted tasks and its steers, shared by the terminal
-// demo (demo.ts) and the dashboard's (demo-ui.ts).
-import type { TaskSpec } from '../types.ts';
+// The demo's story as data: its children's scripted tasks and its steers, and how its entries are
+// read off the bus; shared by the terminal demo (demo.ts) and the dashboard's (demo-ui.ts).
+import { completionEntrySchema } from '../contract/entities.ts';
+import type { CompletionEntry, TaskSpec } from '../types.ts';
+
+/** The `entry` of a bus `subagent.complete` is a completion entry (checked; the same object). */
+export function isCompletionEntry(value: unknown): value is CompletionEntry {
+  return completionEntrySchema.safeParse(value).success;
+}
 
 /**
  * The story's three children (the third spawns a grandchild), as scripted tasks: the same for the

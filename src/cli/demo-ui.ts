@@ -9,8 +9,7 @@ import { createHttpApi } from '../http/api.ts';
 import { createLogger } from '../log.ts';
 import { RpcServer } from '../server.ts';
 import { listenWs } from '../rpc/transports/ws.ts';
-import type { CompletionEntry } from '../types.ts';
-import { STORY_STEERS, storyTasks } from './demo-story.ts';
+import { isCompletionEntry, STORY_STEERS, storyTasks } from './demo-story.ts';
 
 export interface UiDemoOptions {
   readonly fast?: boolean;
@@ -38,7 +37,8 @@ export async function runUiDemo(options: UiDemoOptions = {}): Promise<number> {
       headers: { Authorization: `Bearer ${token}`, ...(key ? { 'X-Subrun-Session-Key': key } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    const answer: unknown = await res.json();
+    return { status: res.status, body: isRecord(answer) ? answer : {} };
   };
 
   let stopping: Promise<void> | undefined;
@@ -78,11 +78,12 @@ export async function runUiDemo(options: UiDemoOptions = {}): Promise<number> {
       const crawl = e.parent_id;
       later(600, async () => {
         const r = await api('POST', `${child(crawl)}/interrupt`, key, {});
-        say(`interrupt ${crawl}: stopped [${(r.body.interrupted as string[] | undefined)?.join(', ') ?? ''}]`);
+        const stopped = r.body.interrupted;
+        say(`interrupt ${crawl}: stopped [${Array.isArray(stopped) ? stopped.join(', ') : ''}]`);
       });
     }
-    if (e.type === 'subagent.complete') {
-      const entry = (e.entry ?? e) as CompletionEntry;
+    if (e.type === 'subagent.complete' && isCompletionEntry(e.entry)) {
+      const entry = e.entry;
       say(`${id} finished: ${entry.status}${entry.missed_steer ? ` (missed_steer: ${JSON.stringify(entry.missed_steer)})` : ''}`);
     }
   });
@@ -103,6 +104,10 @@ export async function runUiDemo(options: UiDemoOptions = {}): Promise<number> {
   });
   await stop();
   return 0;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Resolves when `pred()` holds (checked every 100 ms) or after `ms`. */

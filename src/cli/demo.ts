@@ -6,7 +6,7 @@
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiRunner, type OpenAIRunnerConfig } from '../agent/runner.ts';
 import type { CompletionEntry } from '../types.ts';
-import { STORY_STEERS, storyTasks } from './demo-story.ts';
+import { isCompletionEntry, STORY_STEERS, storyTasks } from './demo-story.ts';
 import { createRuntime } from '../index.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import type { Snapshot } from '../child/snapshot.ts';
@@ -63,7 +63,7 @@ export async function runModelDemo(config: OpenAIRunnerConfig, out: NodeJS.Writa
     { goal: 'Read README.md and list its quick-start commands, one per line.', runner },
     { goal: 'Search the workspace for the word TODO and report where it appears.', runner },
   ]);
-  const [first, , third] = handle.subagent_ids as [string, string, string];
+  const [first, , third] = threeIds(handle.subagent_ids);
   say(`delegated ${handle.subagent_ids.length} children on ${config.endpoint.model} (${handle.delegation_id})`);
   let steered = false;
   let stopped = false;
@@ -80,8 +80,8 @@ export async function runModelDemo(config: OpenAIRunnerConfig, out: NodeJS.Writa
       say(`interrupt ${third}: stopped [${r.interrupted.join(', ')}]`);
     }
     if (e.type === 'subagent.steer.delivered') say(`delivered to ${id}: ${JSON.stringify(e.text)}`);
-    if (e.type === 'subagent.complete') {
-      const entry = e.entry as CompletionEntry;
+    if (e.type === 'subagent.complete' && isCompletionEntry(e.entry)) {
+      const entry = e.entry;
       say(`${id} finished: ${entry.status}${entry.missed_steer ? `; ${MISSED_BEFORE_DELIVERY}` : ''}`);
     }
   });
@@ -100,6 +100,13 @@ export async function runModelDemo(config: OpenAIRunnerConfig, out: NodeJS.Writa
   return 0;
 }
 
+/** The ids of a delegation of three tasks, in task order (one child per task). */
+function threeIds(ids: readonly string[]): [string, string, string] {
+  const [a, b, c] = ids;
+  if (a === undefined || b === undefined || c === undefined) throw new Error(`the demo delegates three tasks, got ${ids.length} ids`);
+  return [a, b, c];
+}
+
 const MISSED_BEFORE_DELIVERY = 'its steer missed: the child finished before its next delivery point, so the text is back in missed_steer';
 
 
@@ -112,7 +119,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const say = (line: string) => story.say(line);
 
   const handle = runtime.delegate(storyTasks(ms));
-  const [research, summarize, crawl] = handle.subagent_ids as [string, string, string];
+  const [research, summarize, crawl] = threeIds(handle.subagent_ids);
   say(`delegated ${handle.subagent_ids.length} children (${handle.delegation_id})`);
 
   const timers: NodeJS.Timeout[] = [];
@@ -134,8 +141,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
       });
     }
     if (e.type === 'subagent.steer.delivered') say(`delivered to ${id}: ${JSON.stringify(e.text)} (${String(e.steer_id)})`);
-    if (e.type === 'subagent.complete') {
-      const entry = e.entry as CompletionEntry;
+    if (e.type === 'subagent.complete' && isCompletionEntry(e.entry)) {
+      const entry = e.entry;
       entries.set(id, entry);
       // The summarize child's steer arrived while its only steps left were a sleep and the finish:
       // neither is a delivery point, so the steer could never land and comes back on the entry.

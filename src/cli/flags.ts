@@ -43,6 +43,12 @@ export function helpText(usage: string, specs: readonly FlagSpec[]): string {
   return `${usage.trimEnd()}\n\noptions (environment twin in parentheses; a flag wins over its twin):\n${lines.join('\n')}\n  --help${' '.repeat(Math.max(2, width - 6))}this text\n`;
 }
 
+/** Every value one flag was given, in order, and the last (what a single-valued kind takes). */
+interface Given {
+  readonly all: readonly string[];
+  readonly last: string;
+}
+
 /** Parses `argv` against `specs`; returns values keyed by flag name (without dashes) and positionals. */
 export function parseFlags<const S extends readonly FlagSpec[]>(
   argv: readonly string[],
@@ -50,10 +56,12 @@ export function parseFlags<const S extends readonly FlagSpec[]>(
   env: NodeJS.ProcessEnv = process.env,
 ): { values: FlagValues<S>; positionals: string[]; sources: Record<string, string> } {
   const byFlag = new Map(specs.map((s) => [s.flag, s]));
-  const raw = new Map<string, string[]>();
+  const raw = new Map<string, Given>();
   const positionals: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
+  // One iterator: a flag written `--name value` takes the next argument off it.
+  const args = argv[Symbol.iterator]();
+  for (let step = args.next(); step.done !== true; step = args.next()) {
+    const arg = step.value;
     if (!arg.startsWith('--')) {
       positionals.push(arg);
       continue;
@@ -66,12 +74,11 @@ export function parseFlags<const S extends readonly FlagSpec[]>(
     if (spec.kind === 'bool' && eq < 0) value = 'true';
     else if (eq >= 0) value = arg.slice(eq + 1);
     else {
-      const next = argv[i + 1];
-      if (next === undefined) throw new UsageError(`--${name} needs a value`);
-      value = next;
-      i++;
+      const next = args.next();
+      if (next.done === true) throw new UsageError(`--${name} needs a value`);
+      value = next.value;
     }
-    raw.set(name, [...(raw.get(name) ?? []), value]);
+    raw.set(name, { all: [...(raw.get(name)?.all ?? []), value], last: value });
   }
   const values: Record<string, number | string | boolean | string[]> = {};
   /** Where each value came from: `--flag` or the environment variable's name. */
@@ -82,17 +89,17 @@ export function parseFlags<const S extends readonly FlagSpec[]>(
     const envName = envNames.find((n) => env[n] !== undefined && env[n] !== '');
     const fromEnv = envName !== undefined ? env[envName] : undefined;
     const source = fromFlag ? `--${spec.flag}` : envName;
-    const texts = fromFlag ?? (fromEnv !== undefined && fromEnv !== '' ? [fromEnv] : undefined);
-    if (!texts) continue;
-    values[spec.flag] = convert(spec, texts, source ?? spec.flag);
+    const given = fromFlag ?? (fromEnv !== undefined && fromEnv !== '' ? { all: [fromEnv], last: fromEnv } : undefined);
+    if (!given) continue;
+    values[spec.flag] = convert(spec, given, source ?? spec.flag);
     sources[spec.flag] = source ?? spec.flag;
   }
-  // Each value was converted by its spec's kind, which is what FlagValues<S> says of it.
+  // Converted by its spec's kind, as FlagValues<S> says; the compiler cannot tie a runtime spec to its key.
   return { values: values as FlagValues<S>, positionals, sources };
 }
 
-function convert(spec: FlagSpec, texts: string[], source: string): number | string | boolean | string[] {
-  const last = texts[texts.length - 1] as string;
+function convert(spec: FlagSpec, given: Given, source: string): number | string | boolean | string[] {
+  const { all: texts, last } = given;
   switch (spec.kind) {
     case 'bool':
       if (!/^(true|false|1|0)$/.test(last)) throw new UsageError(`${source} must be true or false, got ${JSON.stringify(last)}`);

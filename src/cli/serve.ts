@@ -11,7 +11,7 @@ import { realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve as resolvePath } from 'node:path';
 import type { AcpStdio } from '../acp/stdio.ts';
-import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
+import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec, type FlagValues } from './flags.ts';
 import { openaiKind, openaiRunner } from '../agent/runner.ts';
 import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
 import { SCRIPTED_MODEL } from '../delegation/runners/scripted.ts';
@@ -92,7 +92,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const state_dir = v['no-state'] === true ? undefined : resolvePath(v['state-dir'] ?? defaultStateDir());
 
   const logger = createLogger(level);
-  const nats = v.nats as string | undefined;
+  const nats = v.nats;
   if (nats === undefined && (v['worker-loss-ms'] !== undefined || v['nats-outage-ms'] !== undefined)) {
     throw new UsageError('--worker-loss-ms and --nats-outage-ms need --nats');
   }
@@ -228,14 +228,14 @@ export async function serve(argv: readonly string[]): Promise<number> {
 }
 
 /** The remote placement; NATS unreachable (or without JetStream) is one line and exit 2. */
-async function openPlacement(url: string, v: Record<string, unknown>, logger: ReturnType<typeof createLogger>): Promise<Placement> {
+async function openPlacement(url: string, v: Pick<FlagValues<typeof SERVE_FLAGS>, 'worker-loss-ms' | 'nats-outage-ms'>, logger: ReturnType<typeof createLogger>): Promise<Placement> {
   // Loaded only with --nats: the NATS client costs the in-process server nothing at start.
   const [{ Placement }, { NatsStartError }] = await Promise.all([import('../remote/control/placement.ts'), import('../remote/nats.ts')]);
   try {
     return await Placement.open({
       url,
-      worker_loss_ms: v['worker-loss-ms'] as number | undefined,
-      nats_outage_ms: v['nats-outage-ms'] as number | undefined,
+      worker_loss_ms: v['worker-loss-ms'],
+      nats_outage_ms: v['nats-outage-ms'],
       logger,
     });
   } catch (err) {

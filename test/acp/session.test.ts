@@ -36,7 +36,7 @@ describe.each([true, false])('AcpSession (subagents: %s)', (visible) => {
       made[0]?.onEvent(e);
       if (e.type === 'message.complete') parentEnded.resolve();
     });
-    const { session_id } = await link.call<{ session_id: string }>('session.create', {});
+    const { session_id } = await link.call('session.create', {});
     const send = (sid: string, u: SessionUpdate) => {
       const state = u.sessionUpdate === 'subagent_update' ? u.state : undefined;
       if ((state && state.state === 'idle') || (u.sessionUpdate === 'tool_call_update' && (u.status === 'failed' || u.status === 'completed'))) log.push(`terminal ${sid}`);
@@ -76,7 +76,7 @@ describe.each([true, false])('AcpSession (subagents: %s)', (visible) => {
 
   it('holds no child once its terminal update was sent: 50 finished children leave nothing behind', async () => {
     const link = new RpcLink(server, (e: RpcEvent) => session.onEvent(e));
-    const { session_id } = await link.call<{ session_id: string }>('session.create', {});
+    const { session_id } = await link.call('session.create', {});
     const done = deferred();
     const terminals: string[] = [];
     const send = (_sid: string, u: SessionUpdate) => {

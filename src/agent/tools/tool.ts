@@ -18,13 +18,13 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
 
 /** Keeps a tool's handler typed by its schema. */
 export function defineTool<S extends z.ZodType>(tool: Tool<S>): Tool {
-  return tool as unknown as Tool;
+  return tool;
 }
 
 export const MAX_TOOL_OUTPUT_CHARS = 16_000;
 
 export function toToolSpec(tool: Tool): ToolSpec {
-  const parameters = z.toJSONSchema(tool.schema, { target: 'draft-7', unrepresentable: 'any' }) as Record<string, unknown>;
+  const parameters = z.toJSONSchema(tool.schema, { target: 'draft-7', unrepresentable: 'any' });
   delete parameters.$schema;
   return { type: 'function', function: { name: tool.name, description: tool.description, parameters } };
 }
@@ -46,7 +46,8 @@ export interface ToolArguments {
 export function parseToolArguments(raw: string): ToolArguments {
   if (raw.trim() === '') return { raw, json: {}, valid: true };
   try {
-    return { raw, json: JSON.parse(raw) as unknown, valid: true };
+    const json: unknown = JSON.parse(raw);
+    return { raw, json, valid: true };
   } catch {
     return { raw, json: raw, valid: false };
   }
