@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/process.ts';
 
 const SRC = join(ROOT, 'src');
-/** Issue 18 set "under 60" (145 then); lower it as casts go, never raise it. */
-const BUDGET = 59;
+/** Issue 18 asked for under 60 (137 on that tree by this count); 17 now. Lower it as casts go, never raise it. */
+const BUDGET = 17;
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -35,8 +35,8 @@ export function assertions(file: string, text: string): string[] {
 }
 
 describe('type assertions in src/', () => {
-  it('counts `as T` and `<T>x` but not `as const` (the check itself)', () => {
-    expect(assertions('a.ts', 'const a = b as string; const c = [1] as const; const d = <number>e; const f = g as unknown as H;')).toHaveLength(3);
+  it('counts `as T` and `<T>x` (a double cast twice) but not `as const` (the check itself)', () => {
+    expect(assertions('a.ts', 'const a = b as string; const c = [1] as const; const d = <number>e; const f = g as unknown as H;')).toHaveLength(4);
   });
 
   it(`stay within the budget of ${BUDGET}`, () => {
