@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/process.ts';
 
 const SRC = join(ROOT, 'src');
-/** Issue 18 asked for under 60 (137 on that tree by this count); 17 now. Lower it as casts go, never raise it. */
+/** Issue 18 asked for under 60 (137 before this change, by this count); 17 now. Lower it as casts go, never raise it. */
 const BUDGET = 17;
 
 function sources(dir: string): string[] {
