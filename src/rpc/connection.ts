@@ -2,11 +2,9 @@
 // (no if-chains on method names), and writes every reply and event through one write path, so
 // concurrent replies and events never interleave. Exactly one response per request.
 //
-// A message whose handlers all answer synchronously is answered without promises (its reply is
-// queued as one microtask, so it still leaves after the turn that read it, as an awaited reply
-// did): under pipelined load (bench/cases/rpc-stdio.ts) an async function, Promise.all and their
-// awaits per request were bookkeeping only. A handler that returns a promise (or any thenable) is
-// awaited as before.
+// A message whose handlers all answer synchronously is answered without promises: its reply is
+// queued as one microtask, so it still leaves after the turn that read it (bench/cases/rpc-stdio.ts).
+// A handler that returns a promise (or any thenable) is awaited.
 //
 // What one message may cost is bounded here: its batch by max_batch (parsing), its replies by
 // max_reply_bytes (reply-budget.ts). Nothing on a reply or event path throws out of this class:
@@ -134,8 +132,8 @@ export class Connection {
           if (r !== null) this.#replyOne(r);
         });
       }
-      // Written once this turn's synchronous work is done, as an awaited reply was: a peer that
-      // drops right after its request was read (and applied) gets no reply, as before.
+      // Written once this turn's synchronous work is done: a peer that drops right after its request
+      // was read (and applied) gets no reply.
       queueMicrotask(() => this.#replyOne(reply));
       return undefined;
     }

@@ -1,6 +1,5 @@
-// Results a handler has already serialised, and a cache of serialised flat records. On Node 20,
-// JSON.stringify of subagent.list's result (10 snapshots, 2.4 KB) was most of the server's CPU per
-// request (bench/cases/rpc-stdio.ts), yet between two polls a child's snapshot rarely changes.
+// Results a handler has already serialised, and a cache of serialised flat records: between two
+// polls a child's snapshot rarely changes, and serialising it was the poll's cost (bench/cases/rpc-stdio.ts).
 
 /**
  * JSON text a handler built itself. The connection splices it into the reply as is; anything

@@ -79,11 +79,8 @@ export function stdioTransport(opts: StdioOptions): StdioTransport {
     size += rest.length;
   };
 
-  // Everything sent in one turn of the event loop leaves in one write, joined here rather than
-  // corked: with requests pipelined, a write (a syscall) per message was the server's largest
-  // cost, and a corked stream still does per-message bookkeeping and hands writev one buffer per
-  // message (bench/cases/rpc-stdio.ts). The flush runs before any I/O, so no reply waits; it
-  // runs after a close too, so what was sent before the close still goes out.
+  // Everything sent in one turn leaves in one write, joined rather than corked (bench/cases/rpc-stdio.ts).
+  // The flush runs before any I/O, so no reply waits, and after a close too, so nothing sent is lost.
   //
   // The join is bounded: a turn's replies can add up past V8's longest string (each message's
   // replies are bounded by max_reply_bytes, but one chunk of input may hold many messages), and

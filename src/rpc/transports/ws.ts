@@ -166,9 +166,8 @@ function wsTransport(ws: WebSocket, socket: Duplex, maxOut: number, logger: Logg
         ws.terminate();
         return;
       }
-      // Every frame sent in one turn of the event loop leaves in one socket write: under steer
-      // load, a write (a syscall) per frame was about a quarter of the server's CPU
-      // (bench/cases/steer-load.ts). The uncork runs before any I/O, so no frame waits.
+      // Every frame of one turn leaves in one socket write (bench/cases/steer-load.ts); the uncork
+      // runs before any I/O, so no frame waits.
       if (!corked) {
         corked = true;
         socket.cork();
