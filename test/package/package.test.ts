@@ -134,13 +134,17 @@ describe('the npm package, installed into a fresh project', () => {
     expect(ran.stdout).toBe('gateway.ready 1 true\ntrue function\n');
   });
 
-  it.each(['node16', 'bundler'] as const)('type-checks the example and the subpaths with %s resolution, strict, exactOptionalPropertyTypes, skipLibCheck off', async (resolution) => {
+  // A full tsc run over the package's declarations: 10-20 s alone on this machine's size, past 30 s
+  // when the rest of the suite shares its two cores. The bound is for a hang, not a speed check.
+  const TSC_TIMEOUT_MS = 180_000;
+
+  it.each(['node16', 'bundler'] as const)('type-checks the example and the subpaths with %s resolution, strict, exactOptionalPropertyTypes, skipLibCheck off', { timeout: TSC_TIMEOUT_MS }, async (resolution) => {
     const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.json`], dir);
     expect(ran.stdout + ran.stderr).toBe('');
     expect(ran.code).toBe(0);
   });
 
-  it.each(['node16', 'bundler'] as const)('refuses a mistyped call with %s resolution', async (resolution) => {
+  it.each(['node16', 'bundler'] as const)('refuses a mistyped call with %s resolution', { timeout: TSC_TIMEOUT_MS }, async (resolution) => {
     const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.mistyped.json`], dir);
     expect(ran.code).not.toBe(0);
     expect(ran.stdout).toMatch(/mistyped\.ts\(2,23\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'/);
