@@ -97,7 +97,9 @@ export function defineMethod<M extends MethodName>(name: M, handle: Handler<M>, 
     // The raw params are what a repeat must match (the parsed ones are trimmed).
     return services.idempotency.run(session_id, name, key, params, once, (err) => services.logger.error({ err, method: name }, 'method failed'));
   };
-  return { name, idempotent, parse, run, call: (params, ctx) => toWire(run(params, ctx), wire) };
+  // Most methods answer the wire's shape as they are: JSON-RPC calls them straight (bench/cases/rpc-stdio.ts).
+  const direct = (params: Record<string, unknown>, ctx: CallContext): WireAnswerOf<M> => sameShape(handle(parse(params), ctx.services, ctx.transport));
+  return { name, idempotent, parse, run, call: wire || idempotent ? (params, ctx) => toWire(run(params, ctx), wire) : direct };
 }
 
 /** True when every issue is a coded check of contract/methods.ts (none is a shape error). */
@@ -114,6 +116,12 @@ function sessionOf(params: object): unknown {
   return 'session_id' in params ? params.session_id : undefined;
 }
 
+/** A handler's answer as the wire's: the same type for every method whose def has no `wire` map. */
+function sameShape<M extends MethodName>(answer: AnswerOf<M>): WireAnswerOf<M> {
+  // HandledOf<M> is ResultOf<M> for every method but a steer, whose def maps its answer (`wire`).
+  return answer as WireAnswerOf<M>;
+}
+
 /** JSON-RPC's view of an answer: mapped to the wire's shape, a replay marked once it settles. */
 export function toWire<M extends MethodName>(keyed: Keyed<AnswerOf<M>>, wire: ((a: HandledOf<M>) => ResultOf<M>) | undefined): WireAnswerOf<M> {
   const shape = (v: HandledOf<M>): ResultOf<M> => {
@@ -122,6 +130,6 @@ export function toWire<M extends MethodName>(keyed: Keyed<AnswerOf<M>>, wire: ((
   };
   const { value } = keyed;
   if (isThenable(value)) return Promise.resolve(value).then(shape);
-  if (!wire && !keyed.replayed) return value as WireAnswerOf<M>;
+  if (!wire && !keyed.replayed) return sameShape(value);
   return shape(value as HandledOf<M>);
 }
