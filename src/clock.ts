@@ -30,6 +30,7 @@ export const systemClock: Clock = {
     const t = setTimeout(fn, Math.min(ms, MAX_TIMER_MS));
     // A timer alone never keeps the process alive (a parked session's expiry, a timeout of a child
     // whose owner has gone): what does is keepAlive(), held while children are live.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a test's fake timers may hand back a timer without unref
     t.unref?.();
     return t;
   },
@@ -91,6 +92,7 @@ export function whenAnyStopped(stoppers: readonly Stopper[], fn: () => void): ()
     if (s === undefined) continue;
     // One already stopped fires now (its own hook was never left behind); stop registering.
     offs.push(whenStopped(s, fire));
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- whenStopped may fire at once and set it
     if (over) break;
   }
   return cancel;

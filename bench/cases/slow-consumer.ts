@@ -111,7 +111,7 @@ export const slowConsumerCase: BenchCase = {
     const test = await flow(true, flowMs, afterDropMs, opts.log);
     const frame = STEER.length + 1024;
     const dropped = test.dropMs !== null && test.buffered !== null;
-    const withinBound = dropped && (test.buffered as number) <= BOUND + frame;
+    const withinBound = dropped && (test.buffered) <= BOUND + frame;
     const growth = test.peakRss - test.baseRss;
     const controlGrowth = control.peakRss - control.baseRss;
     const afterDrop = test.endRss - test.dropRss;
@@ -128,7 +128,7 @@ export const slowConsumerCase: BenchCase = {
         goal: 'dropped, <= bound + 1 frame',
         pass: withinBound,
         note: dropped
-          ? `dropped ${(test.dropMs as number).toFixed(0)} ms into the flow, after ${((test.bytesAtDrop ?? 0) / MiB).toFixed(1)} MiB of events (the rest sat in kernel socket buffers)`
+          ? `dropped ${(test.dropMs).toFixed(0)} ms into the flow, after ${((test.bytesAtDrop ?? 0) / MiB).toFixed(1)} MiB of events (the rest sat in kernel socket buffers)`
           : 'never dropped',
       }),
       row({

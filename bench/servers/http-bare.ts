@@ -27,7 +27,7 @@ const server = createServer((req, res) => {
       let i = 0;
       const burst = () => {
         for (const s of streams) s.cork();
-        for (const end = Math.min(frames.length, i + 64); i < end; i++) for (const s of streams) s.write(frames[i] as string);
+        for (const end = Math.min(frames.length, i + 64); i < end; i++) for (const s of streams) s.write(frames[i]);
         for (const s of streams) s.uncork();
         if (i < frames.length) setImmediate(burst);
       };

@@ -66,6 +66,7 @@ export class AcpAgent {
 
   /** Sees each inbound message in wire order, before the SDK dispatches it (stdio-wire.ts). */
   tap(m: AnyMessage): void {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a peer's message, typed by the SDK but read off the wire
     if (m.jsonrpc !== '2.0') return;
     const sid = stringField(m, 'sessionId');
     if (sid === undefined) return;

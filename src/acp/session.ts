@@ -111,6 +111,7 @@ export class AcpSession {
       const { turn_id } = await started;
       const end = await this.#end(turn_id).promise;
       this.#ends.delete(turn_id);
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a cancel may set it during the awaits above
       if (turn.cancelled || end === 'cancelled') {
         // The RFD's order: every affected child's terminal update before the cancellation answer.
         await this.#allChildrenTerminal();

@@ -37,6 +37,7 @@ export type Id = string | number | null;
 
 /** The id the SDK will answer with, for a well-formed JSON-RPC 2.0 request; undefined otherwise. */
 function requestId(m: AnyMessage): Id | undefined {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a peer's message, typed by the SDK but read off the wire
   if (m.jsonrpc !== '2.0' || !('method' in m) || typeof m.method !== 'string' || !('id' in m)) return undefined;
   const id = m.id;
   return id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : undefined;

@@ -101,6 +101,7 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
       );
     } catch (err) {
       api_calls += 1;
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal may abort during the await
       if (fx.signal.aborted || (err instanceof ModelError && err.kind === 'aborted')) return end('interrupted');
       return end('failed', { error: err instanceof Error ? err.message : String(err) });
     }
@@ -116,6 +117,7 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
 
     if (reply.tool_calls.length === 0) {
       const more = fx.awaitBackground ? await fx.awaitBackground() : null;
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal may abort during the await
       if (fx.signal.aborted) return end('interrupted');
       if (more !== null) {
         for (const m of more) messages.push({ role: 'user', content: m });
@@ -124,6 +126,7 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
       return end('completed', { summary: reply.content });
     }
     for (const call of reply.tool_calls) {
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal may abort during the await
       if (fx.signal.aborted) return end('interrupted');
       // Parsed once: the preview shows it, the tool gets it (bad JSON goes back to the model).
       const args = parseToolArguments(call.function.arguments);

@@ -286,6 +286,8 @@ function toModelError(err: unknown, signal: AbortSignal): ModelError {
   const cause = prop(err, 'cause');
   const code = prop(cause, 'code');
   const message = prop(cause, 'message') ?? (err instanceof Error ? err.message : String(err));
+  // The cause is whatever the fetch layer threw: printed as it comes.
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string
   return new ModelError('network', `cannot reach the model server: ${String(message)}${code ? ` (${String(code)})` : ''}`);
 }
 

@@ -71,6 +71,7 @@ export class CompletionInbox {
       this.#wake?.();
     });
     try {
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the steer callback sets it while the loop waits
       while (this.#ready.length === 0 && !signal.aborted && !steered) {
         await new Promise<void>((resolve) => {
           const done = () => {

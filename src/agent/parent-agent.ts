@@ -41,9 +41,9 @@ export interface ParentAgentDeps {
   /** The runtime's clock: a turn's duration and its retry waits (a test moves it by hand). */
   readonly clock: Clock;
   /** The session's current binding (its generation changes on reset). */
-  owner(): Owner;
+  readonly owner: () => Owner;
   /** Sends a session event (numbered and routed like every other). */
-  emit(type: string, payload: Record<string, unknown>): void;
+  readonly emit: (type: string, payload: Record<string, unknown>) => void;
 }
 
 interface Turn {

@@ -42,6 +42,7 @@ export class SteerInbox {
     veto?.(steer);
     // The veto may have stopped this very child (a runner's onSteer that interrupts, say): once
     // sealed, a steer queued now would be neither delivered nor in missed_steer.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the veto may have sealed the queue
     if (this.#sealed) return null;
     this.#seq = steer.seq;
     this.#queued.push(steer);
@@ -129,6 +130,7 @@ export class SteerInbox {
         this.#waiters?.delete(wake);
         resolve();
       });
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- whenAnyStopped may call back at once and set it
       if (!stopped) (this.#waiters ??= new Set()).add(wake);
     });
   }

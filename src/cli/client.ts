@@ -162,7 +162,7 @@ export async function watch(argv: readonly string[]): Promise<number> {
     // The greeting is the connection's, not the session's.
     if (!isJson(params) || params.type !== 'gateway.ready') process.stdout.write(`${JSON.stringify(params)}\n`);
   });
-  process.stderr.write(`watching ${String(values.session)}; Ctrl-C to stop\n`);
+  process.stderr.write(`watching ${values.session}; Ctrl-C to stop\n`);
   const stop = new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
   await Promise.race([stop, client.closed]);
   client.close();

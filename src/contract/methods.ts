@@ -52,9 +52,12 @@ function coded(ctx: z.RefinementCtx, rpc_code: number, rank: number, message: st
 const requiredId = (name: string) =>
   z.unknown().transform((v, ctx): string => (typeof v === 'string' && v.trim() !== '' ? v : coded(ctx, ParamCode.IdRequired, 1, `${name} required`)));
 
+/** Array.isArray, its items left unknown (not any). */
+const isList = (v: unknown): v is unknown[] => Array.isArray(v);
+
 /** A non-empty list, or 4000 `{name} required`; its items are the runtime's to check. */
 const requiredList = (name: string) =>
-  z.unknown().transform((v, ctx): unknown[] => (Array.isArray(v) && v.length > 0 ? v : coded(ctx, ParamCode.IdRequired, 1, `${name} required`)));
+  z.unknown().transform((v, ctx): unknown[] => (isList(v) && v.length > 0 ? v : coded(ctx, ParamCode.IdRequired, 1, `${name} required`)));
 
 /** A non-empty list of JSON objects, or 4000 `{name} required`. */
 const requiredObjects = (name: string) =>

@@ -131,6 +131,7 @@ export function spawn(
       `spawn depth limit reached: this subagent is at depth ${parent.depth} and max_spawn_depth is ${limits.max_spawn_depth}`,
     );
   }
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a runner (the embedder's code) may pass no options at run time
   const opts = optionsSchema.safeParse(rawOptions ?? {});
   if (!opts.success) {
     const issues = toIssues(opts.error, '');

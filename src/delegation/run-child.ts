@@ -31,6 +31,8 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
   constructor(core: Core, init: ChildInit) {
     this.#core = core;
     const runner = init.runner;
+    // Called through `hook.call(runner, ...)`: the runner stays its `this`.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
     const hook = runner.onSteer;
     this.steerVeto = hook ? (steer) => hook.call(runner, steer, this.ctx) : undefined;
     const record = (this.record = new ChildRecord(init, this));
@@ -60,6 +62,7 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
       const placing = record.runner.place?.(this.ctx);
       if (placing) {
         await placing;
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- childStopped() may finish the child while it is being placed
         if (record.finished || record.status !== 'queued') return;
       }
       record.start(core.clock.now());
@@ -109,6 +112,7 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
       publishEntry(core, record, entry);
     } catch {
       // Publishing is what failed: at least settle the child.
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- publishEntry may have settled it before it threw
       if (!record.finished) record.settle(entry);
     }
   }

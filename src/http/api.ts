@@ -76,7 +76,7 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
   const handle: RequestHandler = (req, res, ctx) => {
     const closing = !ctx.accepting;
     const reply = (a: Answer) => send(res, a, closing);
-    const fail = (err: unknown) => {
+    const fail = (err: unknown): void => {
       if (err instanceof RpcError) return reply(errorAnswer(err));
       opts.logger.error({ err }, 'HTTP request failed');
       reply(httpError(RpcCode.InternalError, 'Internal error'));

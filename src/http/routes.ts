@@ -143,7 +143,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
   };
   const replayedErrors = new WeakSet<RpcError>();
 
-  const plain = async <M extends MethodName>(call: Call, method: M, params: Record<string, unknown>, status = 200): Promise<Answer> => {
+  const plain = async (call: Call, method: MethodName, params: Record<string, unknown>, status = 200): Promise<Answer> => {
     const { keyed } = await invoke(call, method, params);
     return answer(status, keyed.value);
   };

@@ -52,27 +52,43 @@ export class UiFiles {
 
   async serve(req: IncomingMessage, res: ServerResponse, url: URL, closing: boolean): Promise<void> {
     const reply = (a: Answer) => send(res, { ...a, headers: { ...UI_HEADERS, ...a.headers } }, closing);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return reply({ ...httpError(RpcCode.MethodNotFound, 'method not allowed', { Allow: 'GET, HEAD' }), status: 405 });
-    if (url.pathname === '/ui') return reply({ status: 308, body: {}, headers: { Location: '/ui/' } });
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      reply({ ...httpError(RpcCode.MethodNotFound, 'method not allowed', { Allow: 'GET, HEAD' }), status: 405 });
+      return;
+    }
+    if (url.pathname === '/ui') {
+      reply({ status: 308, body: {}, headers: { Location: '/ui/' } });
+      return;
+    }
     const token = url.searchParams.get('token');
     if (token !== null) {
-      if (!this.#check.token(token)) return reply(httpError(HttpCode.Unauthorized, 'unauthorized', { 'WWW-Authenticate': 'Bearer' }));
+      if (!this.#check.token(token)) {
+        reply(httpError(HttpCode.Unauthorized, 'unauthorized', { 'WWW-Authenticate': 'Bearer' }));
+        return;
+      }
       // 303: the browser follows with a GET of the clean address; the fragment (#session=…) stays.
-      return reply({
+      reply({
         status: 303,
         body: {},
         headers: { Location: '/ui/', 'Set-Cookie': `${AUTH_COOKIE}=${cookieValue(this.#token)}; HttpOnly; SameSite=Strict; Path=/` },
       });
+      return;
     }
     const file = this.#file(url.pathname.slice('/ui/'.length));
-    if (file === undefined) return reply(notFound());
+    if (file === undefined) {
+      reply(notFound());
+      return;
+    }
     let path = file;
     let info = await stat(path).catch(() => undefined);
     if (info?.isDirectory()) {
       path = join(path, 'index.html');
       info = await stat(path).catch(() => undefined);
     }
-    if (!info?.isFile()) return reply(notFound());
+    if (!info?.isFile()) {
+      reply(notFound());
+      return;
+    }
     const data = await readFile(path);
     if (res.headersSent || res.destroyed) return;
     res.writeHead(200, {

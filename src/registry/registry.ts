@@ -90,7 +90,12 @@ export class Registry {
     for (const id of slot.finished) this.#retained.delete(id);
     slot.finished.length = 0;
     const before = slot.onReleased;
-    slot.onReleased = before ? () => (before(), released()) : released;
+    slot.onReleased = before
+      ? () => {
+          before();
+          released();
+        }
+      : released;
     this.#dropIfEmpty(session_id, slot);
   }
 

@@ -170,7 +170,7 @@ export const inboundSchema = z.object({ type: z.literal('results'), delegation_i
 
 // The schemas agree with the protocol's types (a drift is a compile error here).
 type Agrees<S extends z.ZodType, T> = z.output<S> extends T ? true : never;
-const agree: [
+const _agree: [
   Agrees<typeof heartbeatSchema, Heartbeat>,
   Agrees<typeof dropSchema, Drop>,
   Agrees<typeof assignSchema, Assign>,
@@ -183,7 +183,6 @@ const agree: [
   Agrees<typeof spawnReplySchema, SpawnReply>,
   Agrees<typeof inboundSchema, { type: 'results'; delegation_id: string; entries: CompletionEntry[] }>,
 ] = [true, true, true, true, true, true, true, true, true, true, true];
-void agree;
 
 const decoder = new TextDecoder();
 

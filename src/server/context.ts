@@ -61,9 +61,9 @@ export interface ParentContext {
   /** The directory a surface opened the session in (ACP's cwd), if one did. */
   readonly workspace: string | undefined;
   /** The owner its children are bound to: the session's live generation, read at each spawn. */
-  owner(): Owner;
+  readonly owner: () => Owner;
   /** A session-level event, numbered and routed like a child's. */
-  emit(type: string, payload: Record<string, unknown>): void;
+  readonly emit: (type: string, payload: Record<string, unknown>) => void;
 }
 
 export type ParentFactory = (ctx: ParentContext) => SessionParent;

@@ -37,7 +37,7 @@ export class DelegationLedger {
     if (event.type === 'delegation.dispatched') {
       if (!session) this.#bySession.set(owner.session_id, (session = new SessionLedger()));
       const count = typeof event.count === 'number' ? event.count : 0;
-      session.records.set(delegation_id, { generation: owner.generation, entries: new Array(count).fill(undefined), done: false });
+      session.records.set(delegation_id, { generation: owner.generation, entries: new Array<CompletionEntry | undefined>(count).fill(undefined), done: false });
       return;
     }
     const record = session?.records.get(delegation_id);

@@ -68,6 +68,7 @@ export function canonicalJson(value: unknown): string {
       .map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`)
       .join(',')}}`;
   }
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- JSON.stringify returns undefined for undefined or a function, though typed string
   return JSON.stringify(value) ?? 'null';
 }
 
@@ -78,6 +79,7 @@ export { isThenable };
 /** The bytes a kept answer takes, near enough: its JSON text. */
 function sizeOf(value: unknown): number {
   try {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- JSON.stringify returns undefined for undefined or a function, though typed string
     return (JSON.stringify(value) ?? '').length;
   } catch {
     return 0;
@@ -197,6 +199,8 @@ export class IdempotencyStore {
     if (error) {
       // Formatted now: until then V8 holds the stack's frames, and through them the params of the
       // call (a 1 MiB steer text kept for the TTL).
+      // A getter read for its side effect (V8 formats the stack on first read).
+      // eslint-disable-next-line @typescript-eslint/no-meaningless-void-operator
       void error.stack;
       entry.error = error;
     } else entry.value = value;

@@ -110,7 +110,7 @@ export function startAcp(modelUrl: string, extra: readonly string[] = []): AcpSe
       conn.agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
         clientCapabilities: subagents ? { subagents: {} } : {},
-      }) as Promise<Record<string, unknown>>,
+      }),
     async newSession(cwd = ROOT) {
       const r = await conn.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
       return r.sessionId;

@@ -23,7 +23,7 @@ function addWatched(q: ChildQueue, n: number, started: string[]): WeakRef<object
   for (let i = 0; i < n; i++) {
     const f = fake(`c${i}`, started);
     refs.push(new WeakRef(f));
-    q.add(f as unknown as LiveChild);
+    q.add(f);
   }
   return refs;
 }
@@ -33,14 +33,14 @@ describe('ChildQueue', () => {
     const started: string[] = [];
     let release!: () => void;
     const q = new ChildQueue(1);
-    q.add(fake('blocker', started, new Promise<void>((r) => (release = r))) as unknown as LiveChild);
+    q.add(fake('blocker', started, new Promise<void>((r) => (release = r))));
     await flush();
     expect(started).toEqual(['blocker']);
 
     const waiting: ReturnType<typeof fake>[] = [];
     for (let i = 0; i < 1000; i++) {
       const f = fake(`c${i}`, started);
-      q.add(f as unknown as LiveChild);
+      q.add(f);
       waiting.push(f);
       // Every child but each 100th is cancelled while it waits (the record says finished; the
       // lifecycle tells the queue).
@@ -67,8 +67,8 @@ describe('ChildQueue', () => {
     const q = new ChildQueue(2);
     const a = fake('a', started);
     const b = fake('b', started);
-    q.add(a as unknown as LiveChild);
-    q.add(b as unknown as LiveChild);
+    q.add(a);
+    q.add(b);
     await flush();
     expect(started).toEqual(['a', 'b']);
   });
@@ -83,7 +83,7 @@ describe('ChildQueue', () => {
     expect(q.waiting).toBe(0);
     expect(await stillReachable(refs)).toBe(0);
     // The queue itself is still in use.
-    q.add(fake('later', started) as unknown as LiveChild);
+    q.add(fake('later', started));
     await flush();
     expect(started.at(-1)).toBe('later');
   });

@@ -23,7 +23,7 @@ import { RaceRun, StepClock, checkScenario, exploreAll, runScheduled, scenarioAr
 
 type CanaryMode = 'real' | 'snapshot-before-yield' | 'forget-taken' | 'lifo';
 const canary = vi.hoisted(() => ({
-  mode: 'real' as 'real' | 'snapshot-before-yield' | 'forget-taken' | 'lifo',
+  mode: 'real',
   /** The yield point of the run in progress (the broken seal awaits through it). */
   yieldTo: undefined as ((label: string) => Promise<void>) | undefined,
 }));

@@ -350,7 +350,7 @@ test.prop([fc.array(taskArb(0), { minLength: 1, maxLength: 2 }), fc.constantFrom
       return { model, real };
     };
     await fc.scheduledModelRun(s, setup, cmds);
-    const r = real as Real | undefined;
+    const r = real;
     if (!r) throw new Error('setup never ran');
     r.run.stopEverything();
     // Stopped children return at their next step; a sleeping one wakes on its abort signal.

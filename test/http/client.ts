@@ -121,7 +121,7 @@ export function openSse(server: HttpServer, path: string, headers: Record<string
               f[name] = f[name] === undefined ? value : `${f[name]}\n${value}`;
             }
           }
-          frames.push(f as Frame);
+          frames.push(f);
         }
       });
       res.on('end', () => frames.end());

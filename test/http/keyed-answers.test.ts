@@ -38,7 +38,7 @@ class CommittingRunner implements Runner {
   async run(ctx: RunnerContext): Promise<RunOutcome> {
     this.#ctx = ctx;
     await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
-    return { status: 'interrupted', summary: '' } as RunOutcome;
+    return { status: 'interrupted', summary: '' };
   }
 }
 
@@ -121,16 +121,16 @@ describe('a steer whose answer is a promise', () => {
   it('over JSON-RPC a replay of a keyed steer is the first result, marked; a failed commit is not kept', async () => {
     const r = await rig();
     const params = { session_id: r.session_id, subagent_id: r.child, text: 'hi', idempotency_key: 'K1' };
-    const first = await r.rpc.client.result<Record<string, unknown>>('subagent.steer', params);
+    const first = await r.rpc.client.result('subagent.steer', params);
     expect(first).toMatchObject({ status: 'queued', subagent_id: r.child, text: 'hi' });
-    const replay = await r.rpc.client.result<Record<string, unknown>>('subagent.steer', params);
+    const replay = await r.rpc.client.result('subagent.steer', params);
     expect(replay).toEqual({ ...first, idempotent_replay: true });
 
     r.runner.commit = 'fail';
     const p2 = { ...params, text: 'later', idempotency_key: 'K2' };
     expect(await r.rpc.client.error('subagent.steer', p2)).toMatchObject({ code: RpcCode.NatsUnavailable });
     r.runner.commit = 'ok';
-    const retried = await r.rpc.client.result<Record<string, unknown>>('subagent.steer', p2);
+    const retried = await r.rpc.client.result('subagent.steer', p2);
     expect(retried).toMatchObject({ status: 'queued', text: 'later' });
     expect(retried.idempotent_replay).toBeUndefined();
   });
@@ -139,7 +139,7 @@ describe('a steer whose answer is a promise', () => {
     const r = await rig();
     const params = { session_id: r.session_id, subagent_id: r.child, text: 'once', idempotency_key: 'K3' };
     // Both sent before either is answered: the second arrives while the first commit is pending.
-    const [a, b] = await Promise.all([r.rpc.client.result<Record<string, unknown>>('subagent.steer', params), r.rpc.client.result<Record<string, unknown>>('subagent.steer', params)]);
+    const [a, b] = await Promise.all([r.rpc.client.result('subagent.steer', params), r.rpc.client.result('subagent.steer', params)]);
     expect(b).toEqual({ ...a, idempotent_replay: true });
     expect(r.runner.commits).toBe(1);
   });

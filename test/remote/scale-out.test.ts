@@ -92,7 +92,7 @@ describe('children on workers', { retry: 2 }, () => {
     const r = await call<{ found: boolean; interrupted: string[] }>(h.peer, 'subagent.interrupt', { session_id: h.session_id, subagent_id: parent });
     expect(r.found).toBe(true);
     const entries = [];
-    for (let i = 0; i < 3; i++) entries.push((await nextEvent(h.peer, (e) => e.type === 'subagent.complete')).payload as { subagent_id: string; parent_id: string | null; status: string });
+    for (let i = 0; i < 3; i++) entries.push((await nextEvent(h.peer, (e) => e.type === 'subagent.complete')).payload);
     expect(entries.map((e) => e.status)).toEqual(['interrupted', 'interrupted', 'interrupted']);
     // Post-order: both grandchildren (whose parent is the child) before the child itself.
     expect(entries.slice(0, 2).every((e) => e.parent_id === parent)).toBe(true);

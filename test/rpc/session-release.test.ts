@@ -46,7 +46,7 @@ function probeKind(watch: Watch) {
         if (spec.spawn_on_stop) {
           await new Promise((resolve) => setImmediate(resolve));
           try {
-            ctx.delegate([{ goal: 'late', agent: { kind: 'probe' } } as never]);
+            ctx.delegate([{ goal: 'late', agent: { kind: 'probe' } }]);
           } catch {
             // refused: nothing was spawned
           }

@@ -23,7 +23,6 @@ import {
   type Proc,
   type Received,
   type WireEvent,
-  type WsPeer,
 } from '../helpers/process.ts';
 import { wireEntry } from '../helpers/wire-entry.ts';
 
@@ -126,7 +125,7 @@ describe('shutdown over WebSocket: a peer that fell behind', () => {
     expect((await watcher.closed).code).toBe(1001);
     // The completions are now behind 24 MB in the slow socket's queue; it reads again.
     slow.ws.resume();
-    const closed = await (slow as WsPeer).closed;
+    const closed = await (slow).closed;
     const completes = completesOf(slow.inbox.all);
     expect(completes.map(idOf).sort()).toStrictEqual([...subagent_ids].sort());
     // Each entry whole: its summary is the child's last 1 MB text.
@@ -151,7 +150,7 @@ describe('shutdown over WebSocket: a peer that fell behind', () => {
     expect(cut[0]).toMatchObject({ peers: 1, grace_ms: 300 });
     // What was still queued in the server is gone with it: no close frame ever reaches the peer.
     slow.ws.resume();
-    expect((await (slow as WsPeer).closed).code).toBe(1006);
+    expect((await (slow).closed).code).toBe(1006);
   });
 });
 

@@ -76,6 +76,8 @@ export async function runTool(tools: ReadonlyMap<string, Tool>, name: string, ar
   const ran = (async (): Promise<ToolRun> => {
     try {
       const out = await tool.handler(parsed.data, ctx);
+      // A tool handler is the embedder's code and may break its string type at run time.
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-conversion
       return { ok: true, output: bound(String(out)) };
     } catch (err) {
       return { ok: false, output: `error: ${name} failed: ${err instanceof Error ? err.message : String(err)}` };

@@ -50,8 +50,8 @@ async function readLines(file: string, from: number, count: number): Promise<{ l
     for (;;) {
       const { bytesRead } = await fh.read(buf, 0, buf.length, null);
       const parts = (bytesRead === 0 ? decoder.end() : decoder.write(buf.subarray(0, bytesRead))).split('\n');
-      for (let i = 0; i < parts.length; i++) {
-        if (index >= from) current += parts[i];
+      for (const [i, part] of parts.entries()) {
+        if (index >= from) current += part;
         if (index >= from && kept + current.length > MAX_READ_BYTES) {
           lines.push(current.slice(0, MAX_READ_BYTES - kept));
           return { lines, stopped: true };

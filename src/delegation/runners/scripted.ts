@@ -3,7 +3,7 @@
 // No other step delivers, so every steer race of the protocol is reproducible from a script.
 import { z } from 'zod';
 import { isSubrunError } from '../../errors.ts';
-import type { RunOutcome, Runner, RunnerContext, TaskSpec } from '../../types.ts';
+import type { RunOutcome, Runner, RunnerContext } from '../../types.ts';
 
 const text = z.string();
 const ms = z.number().int().nonnegative();
@@ -58,6 +58,7 @@ async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutc
       case 'tool': {
         const call = ctx.startTool(step.name, step.args);
         if (step.ms) await ctx.sleep(step.ms);
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal may abort during the sleep
         if (ctx.signal.aborted) {
           call.finish('interrupted', false);
           return stopped(lastSay);
@@ -73,6 +74,7 @@ async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutc
         break;
       case 'wait_steer':
         await waitSteer(ctx, step.timeout_ms);
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal may abort during the wait
         if (ctx.signal.aborted) return stopped(lastSay);
         // Delivery point: inside wait_steer.
         ctx.deliverSteers();
@@ -91,6 +93,7 @@ async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutc
         });
         return stopped(lastSay);
     }
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal may abort during the step
     if (ctx.signal.aborted) return stopped(lastSay);
   }
   return { status: 'completed', summary: lastSay };
@@ -112,7 +115,7 @@ async function waitSteer(ctx: RunnerContext, timeout_ms: number | undefined): Pr
 async function spawnStep(ctx: RunnerContext, tasks: ReadonlyArray<z.infer<typeof agentTaskSchema>>): Promise<void> {
   let handle;
   try {
-    handle = ctx.delegate(tasks as readonly TaskSpec[]);
+    handle = ctx.delegate(tasks);
   } catch (err) {
     // A refused spawn fails the step, not the child: the transcript says why and it goes on.
     ctx.write(`[spawn refused] ${isSubrunError(err) ? err.message : String(err)}`);

@@ -103,6 +103,7 @@ export function foldAll(state, inputs) {
  * @returns {State}
  */
 function foldSnapshot(state, data, reset) {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the server's JSON, typed here but not checked on arrival
   if (!data || typeof data.seq !== 'number' || !Array.isArray(data.subagents)) return state;
   if (state.synced && data.seq < state.seq) return state;
   /** @type {Record<string, Child>} */
@@ -110,6 +111,7 @@ function foldSnapshot(state, data, reset) {
   /** @type {string[]} */
   const finishedNow = [];
   for (const raw of data.subagents) {
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-argument -- an item of the server's JSON list, checked by the callee
     const fresh = childFromSnapshot(raw);
     if (!fresh) continue;
     const known = state.children[fresh.subagent_id];
@@ -150,6 +152,7 @@ function foldSnapshot(state, data, reset) {
  * @returns {Child | null}
  */
 function childFromSnapshot(raw) {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the server's JSON, typed here but not checked on arrival
   if (!raw || typeof raw.subagent_id !== 'string') return null;
   const status = /** @type {ChildStatus} */ (typeof raw.status === 'string' ? raw.status : 'queued');
   /** @type {Child} */
@@ -178,8 +181,10 @@ function childFromSnapshot(raw) {
  * @returns {State}
  */
 function foldEvent(state, event) {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the server's JSON, typed here but not checked on arrival
   if (!event || typeof event.seq !== 'number' || typeof event.type !== 'string') return state;
   if (event.seq <= state.seq) return state; // a duplicate: already folded, or older than the snapshot
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the server's JSON, typed here but not checked on arrival
   const payload = event.payload && typeof event.payload === 'object' ? event.payload : {};
   const gap = state.synced && event.seq !== state.seq + 1 ? 1 : 0;
   let next = { ...state, seq: event.seq, synced: true, gaps: state.gaps + gap, log: appendLog(state.log, event, payload) };
@@ -264,6 +269,7 @@ function completeChild(state, event, payload, id) {
     const drop = finished.slice(0, finished.length - RETAIN_FINISHED);
     finished = finished.slice(drop.length);
     kept = { ...children };
+    // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- children is a plain object keyed by subagent id, copied just above
     for (const d of drop) delete kept[d];
   }
   return { ...state, children: kept, finished, steers };
@@ -336,6 +342,7 @@ function foldEntries(state, results) {
   if (!Array.isArray(results)) return state;
   let children = state.children;
   for (const raw of results) {
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-argument -- an item of the server's JSON list, checked by the callee
     const entry = raw ? entryOf(raw) : null;
     const id = entry && typeof entry.subagent_id === 'string' ? entry.subagent_id : null;
     const known = id === null ? undefined : children[id];
@@ -498,6 +505,7 @@ export function tailInit(subagent_id) {
  * @returns {Tail}
  */
 export function tailApply(tail, since, answer) {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the server's JSON, typed here but not checked on arrival
   if (!answer || answer.subagent_id !== tail.subagent_id || answer.available === false) return tail;
   const text = typeof answer.text === 'string' ? answer.text : '';
   const offset = typeof answer.offset === 'number' ? answer.offset : tail.offset;
@@ -517,6 +525,7 @@ export function tailApply(tail, since, answer) {
  * @param {WireEvent} event
  */
 export function tailStale(tail, event) {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the server's JSON, typed here but not checked on arrival
   return tail.loaded && event.seq > tail.seq && event.payload?.subagent_id === tail.subagent_id;
 }
 

@@ -25,6 +25,7 @@ export class Mailbox {
     if (this.#closed) return;
     const messages = await consumer.consume({ max_messages: 64 });
     this.#messages = messages;
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- close() may run during the await
     if (this.#closed) {
       void messages.close();
       return;

@@ -216,7 +216,7 @@ export class Worker {
           if (!reply?.ok) {
             held.results.delete(delegation_id);
             held.waiting--;
-            refused(reply && !reply.ok ? reply.error : 'spawn refused');
+            refused(reply ? reply.error : 'spawn refused');
           }
         })
         .catch((err: unknown) => {

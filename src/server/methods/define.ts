@@ -30,8 +30,7 @@ export type SettledOf<M extends MethodName> = HandledOf<M> | JsonText<HandledOf<
 
 /** Waits for an answer that may be a promise (a steer to a remote child answers once committed). */
 export async function settle<M extends MethodName>(answer: AnswerOf<M>): Promise<SettledOf<M>> {
-  // Awaited<> of a generic cannot be simplified by TypeScript: a method's result is never a thenable.
-  return (await answer) as SettledOf<M>;
+  return await answer;
 }
 
 /** What JSON-RPC sends. */
