@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { ChildQueue } from '../../src/delegation/child-queue.ts';
-import type { LiveChild } from '../../src/delegation/run-child.ts';
 import { stillReachable } from '../helpers/gc.ts';
 import { flush } from '../helpers/manual-clock.ts';
 
