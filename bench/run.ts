@@ -68,7 +68,8 @@ function runCase(name: string, mode: Mode, log: (m: string) => void): Promise<Ro
       } catch {
         // fall through
       }
-      const why = signal === 'SIGKILL' ? `killed after ${CASE_BOUND_MS[mode] / 1000} s` : `exit ${code ?? signal}: ${err.trim().split('\n').slice(-3).join(' | ')}`;
+      const why =
+        signal === 'SIGKILL' ? `killed after ${CASE_BOUND_MS[mode] / 1000} s` : `exit ${code ?? signal}: ${err.trim().split('\n').slice(-3).join(' | ')}`;
       resolveRows([row({ case: `${name}.error`, figure: Number.NaN, unit: '', goal: 'runs', pass: false, note: why })]);
     });
   });
@@ -76,11 +77,14 @@ function runCase(name: string, mode: Mode, log: (m: string) => void): Promise<Ro
 
 export async function runBench(opts: RunOptions): Promise<Results> {
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
-  const selected = opts.names.length === 0 ? CASES : opts.names.map((n) => {
-    const c = CASES.find((x) => x.name === n);
-    if (!c) throw new Error(`unknown case ${JSON.stringify(n)}; known: ${CASES.map((x) => x.name).join(', ')}`);
-    return c;
-  });
+  const selected =
+    opts.names.length === 0
+      ? CASES
+      : opts.names.map((n) => {
+          const c = CASES.find((x) => x.name === n);
+          if (!c) throw new Error(`unknown case ${JSON.stringify(n)}; known: ${CASES.map((x) => x.name).join(', ')}`);
+          return c;
+        });
   buildBench();
   const started = new Date();
   const load0 = loadavg()[0] as number;
@@ -130,7 +134,9 @@ if (isMain) {
   const opts = parseArgs(process.argv.slice(2));
   const r = await runBench(opts);
   const m = r.machine;
-  process.stdout.write(`\nsubrun bench (${r.mode}) on ${m.cpus} cores (${m.cpu_model}), ${m.memory_gib} GiB, node ${m.node}; load ${r.loadavg[0]} -> ${r.loadavg[1]}; ${r.duration_s} s\n\n`);
+  process.stdout.write(
+    `\nsubrun bench (${r.mode}) on ${m.cpus} cores (${m.cpu_model}), ${m.memory_gib} GiB, node ${m.node}; load ${r.loadavg[0]} -> ${r.loadavg[1]}; ${r.duration_s} s\n\n`,
+  );
   process.stdout.write(`${table(r.rows)}\n\n`);
   for (const x of r.rows) if (x.note) process.stdout.write(`  ${x.case}: ${x.note}\n`);
   process.stdout.write(`\nwritten to ${opts.out}\n`);

@@ -105,10 +105,13 @@ export function whenAnyStopped(stoppers: readonly Stopper[], fn: () => void): ()
  */
 export function sleep(clock: Clock, ms: number, ...stoppers: Stopper[]): Promise<void> {
   return new Promise((resolve) => {
-    const handle = clock.setTimeout(() => {
-      cancel();
-      resolve();
-    }, Math.max(0, ms));
+    const handle = clock.setTimeout(
+      () => {
+        cancel();
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     const cancel = whenAnyStopped(stoppers, () => {
       clock.clearTimeout(handle);
       resolve();

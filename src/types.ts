@@ -27,8 +27,7 @@ export type SteerRejection = 'not_found' | 'empty' | 'too_long' | 'not_accepting
 
 /** A steer's answer: queued (not yet delivered) or rejected, with why in-process. */
 export type SteerResult =
-  | Extract<WireSteerResult, { status: 'queued' }>
-  | (Extract<WireSteerResult, { status: 'rejected' }> & { readonly reason: SteerRejection });
+  Extract<WireSteerResult, { status: 'queued' }> | (Extract<WireSteerResult, { status: 'rejected' }> & { readonly reason: SteerRejection });
 
 /**
  * Who spawned a child, as the RPC layer binds it. Absent for in-process delegations, which are

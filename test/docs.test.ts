@@ -2,14 +2,7 @@
 // (```json entry, ```json snapshot, ...), so the docs cannot drift from what the code produces.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import {
-  completionEntrySchema,
-  interruptResultSchema,
-  parseBusEvent,
-  snapshotSchema,
-  steerResultSchema,
-  tailResultSchema,
-} from '../src/contract/wire.ts';
+import { completionEntrySchema, interruptResultSchema, parseBusEvent, snapshotSchema, steerResultSchema, tailResultSchema } from '../src/contract/wire.ts';
 
 const SCHEMAS: Record<string, (value: unknown) => unknown> = {
   entry: (v) => completionEntrySchema.parse(v),

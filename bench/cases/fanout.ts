@@ -132,7 +132,14 @@ export const fanoutCase: BenchCase = {
     return [
       row({ case: 'fanout.publish@10', figure: ns('bus@10'), unit: 'ns/publish', baseline: ns('events@10'), baseline_unit: 'ns (node:events)', goal: '<= 1' }),
       row({ case: 'fanout.publish@1k', figure: ns('bus@1000'), unit: 'ns/publish', baseline: ns('regex@1000'), baseline_unit: 'ns (RegExp loop)' }),
-      row({ case: 'fanout.publish@10k', figure: ns('bus@10000'), unit: 'ns/publish', baseline: ns('regex@10000'), baseline_unit: 'ns (RegExp loop)', goal: '<= 0.1' }),
+      row({
+        case: 'fanout.publish@10k',
+        figure: ns('bus@10000'),
+        unit: 'ns/publish',
+        baseline: ns('regex@10000'),
+        baseline_unit: 'ns (RegExp loop)',
+        goal: '<= 0.1',
+      }),
       row({ case: 'fanout.publish@10k.vs@10', figure: ns('bus@10000'), unit: 'ns/publish', baseline: ns('bus@10'), baseline_unit: 'ns/publish @10' }),
     ];
   },

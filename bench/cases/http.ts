@@ -38,7 +38,14 @@ const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 function post(port: number, path: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const r = request(
-      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { Authorization: `Bearer ${BENCH_TOKEN}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers } },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent,
+        headers: { Authorization: `Bearer ${BENCH_TOKEN}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -117,7 +124,14 @@ export const httpCase: BenchCase = {
     const procs: ServerProcess[] = [];
     const watches: Watch[] = [];
     try {
-      const sub = await subrunWs(['--max-concurrent-children', String(Math.max(16, z.children)), '--max-queued-steers', '100000', '--max-queued-steer-bytes', String(64 * 1024 * 1024)]);
+      const sub = await subrunWs([
+        '--max-concurrent-children',
+        String(Math.max(16, z.children)),
+        '--max-queued-steers',
+        '100000',
+        '--max-queued-steer-bytes',
+        String(64 * 1024 * 1024),
+      ]);
       procs.push(sub.proc);
       const port = Number(new URL(sub.url).port);
       const s = JSON.parse((await post(port, '/v1/sessions', '{}')).text) as { session_id: string; session_key: string };
@@ -130,7 +144,10 @@ export const httpCase: BenchCase = {
       watches.push(...streams);
       await Promise.all(streams.map((w) => w.waitFor(() => lastOf(w).endsWith('}\n\n'))));
       const tasks = JSON.stringify({
-        tasks: Array.from({ length: z.children }, (_, i) => ({ goal: `c${i}`, agent: { kind: 'scripted', steps: Array.from({ length: z.says }, (_, j) => ({ op: 'say', text: `line ${j} of child ${i}` })) } })),
+        tasks: Array.from({ length: z.children }, (_, i) => ({
+          goal: `c${i}`,
+          agent: { kind: 'scripted', steps: Array.from({ length: z.says }, (_, j) => ({ op: 'say', text: `line ${j} of child ${i}` })) },
+        })),
       });
       const subrunRound = async (): Promise<{ rate: number; frames: string }> => {
         const first = streams[0] as Watch;
@@ -207,9 +224,32 @@ export const httpCase: BenchCase = {
       const bareIdle = await idle(b.port, '/events', b.proc);
 
       return [
-        row({ case: 'http.sse.events_per_s', figure: median(subRates), unit: 'events/s', baseline: median(bareRates), baseline_unit: 'events/s (bare node:http)', goal: '>= 0.8', note: `${z.streams} streams, ${frameCount} events a round` }),
-        row({ case: 'http.steer.rtt_p50', figure: median(subLat), unit: 'µs', baseline: median(bareLat), baseline_unit: 'µs (bare node:http)', goal: '<= 1.5', note: 'sequential, keep-alive' }),
-        row({ case: 'http.sse.idle_kib_per_subscriber', figure: subIdle, unit: 'KiB RSS', baseline: bareIdle, baseline_unit: 'KiB RSS (bare node:http)', note: `${z.idle} idle streams` }),
+        row({
+          case: 'http.sse.events_per_s',
+          figure: median(subRates),
+          unit: 'events/s',
+          baseline: median(bareRates),
+          baseline_unit: 'events/s (bare node:http)',
+          goal: '>= 0.8',
+          note: `${z.streams} streams, ${frameCount} events a round`,
+        }),
+        row({
+          case: 'http.steer.rtt_p50',
+          figure: median(subLat),
+          unit: 'µs',
+          baseline: median(bareLat),
+          baseline_unit: 'µs (bare node:http)',
+          goal: '<= 1.5',
+          note: 'sequential, keep-alive',
+        }),
+        row({
+          case: 'http.sse.idle_kib_per_subscriber',
+          figure: subIdle,
+          unit: 'KiB RSS',
+          baseline: bareIdle,
+          baseline_unit: 'KiB RSS (bare node:http)',
+          note: `${z.idle} idle streams`,
+        }),
       ];
     } finally {
       for (const w of watches) w.close();

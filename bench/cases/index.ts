@@ -13,7 +13,20 @@ import { startupCase } from './startup.ts';
 import { steerLoadCase } from './steer-load.ts';
 import { tailMemoryCase } from './tail-memory.ts';
 
-export const CASES: readonly BenchCase[] = [registryCase, tailMemoryCase, rpcStdioCase, rpcWsCase, fanoutCase, delegationCase, steerLoadCase, slowConsumerCase, sessionChurnCase, startupCase, httpCase, scaleOutCase];
+export const CASES: readonly BenchCase[] = [
+  registryCase,
+  tailMemoryCase,
+  rpcStdioCase,
+  rpcWsCase,
+  fanoutCase,
+  delegationCase,
+  steerLoadCase,
+  slowConsumerCase,
+  sessionChurnCase,
+  startupCase,
+  httpCase,
+  scaleOutCase,
+];
 
 export function findCase(name: string): BenchCase | undefined {
   return CASES.find((c) => c.name === name);

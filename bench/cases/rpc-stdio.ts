@@ -63,7 +63,9 @@ export async function measureTargets(targets: readonly Target[], sizes: WireSize
     out.ops.set(t.name, median(o));
     out.p50.set(t.name, percentile(l, 50));
     out.p99.set(t.name, percentile(l, 99));
-    log(`${t.name}: ${o.map((x) => x.toFixed(0)).join(' ')} req/s; rtt p50 ${percentile(l, 50).toFixed(0)} µs p99 ${percentile(l, 99).toFixed(0)} µs (${l.length} round trips)`);
+    log(
+      `${t.name}: ${o.map((x) => x.toFixed(0)).join(' ')} req/s; rtt p50 ${percentile(l, 50).toFixed(0)} µs p99 ${percentile(l, 99).toFixed(0)} µs (${l.length} round trips)`,
+    );
   }
   return out;
 }
@@ -112,10 +114,39 @@ export const rpcStdioCase: BenchCase = {
       );
       const g = (m: Map<string, number>, k: string) => m.get(k) as number;
       return [
-        row({ case: 'rpc.stdio.pipelined', figure: g(f.ops, 'subrun'), unit: 'req/s', baseline: g(f.ops, 'ndjson-bare'), baseline_unit: 'req/s (bare NDJSON)', goal: '>= 0.6', note: `${INFLIGHT} in flight, ${resultText.length}-byte result` }),
-        row({ case: 'rpc.stdio.pipelined.vs_vscode', figure: g(f.ops, 'subrun'), unit: 'req/s', baseline: g(f.ops, 'vscode-jsonrpc'), baseline_unit: 'req/s (vscode-jsonrpc)', goal: '>= 2.5' }),
-        row({ case: 'rpc.stdio.rtt_p50', figure: g(f.p50, 'subrun'), unit: 'µs', baseline: g(f.p50, 'ndjson-bare'), baseline_unit: 'µs (bare NDJSON)', note: `vscode-jsonrpc ${g(f.p50, 'vscode-jsonrpc').toFixed(0)} µs` }),
-        row({ case: 'rpc.stdio.rtt_p99', figure: g(f.p99, 'subrun'), unit: 'µs', baseline: g(f.p99, 'ndjson-bare'), baseline_unit: 'µs (bare NDJSON)', note: `vscode-jsonrpc ${g(f.p99, 'vscode-jsonrpc').toFixed(0)} µs` }),
+        row({
+          case: 'rpc.stdio.pipelined',
+          figure: g(f.ops, 'subrun'),
+          unit: 'req/s',
+          baseline: g(f.ops, 'ndjson-bare'),
+          baseline_unit: 'req/s (bare NDJSON)',
+          goal: '>= 0.6',
+          note: `${INFLIGHT} in flight, ${resultText.length}-byte result`,
+        }),
+        row({
+          case: 'rpc.stdio.pipelined.vs_vscode',
+          figure: g(f.ops, 'subrun'),
+          unit: 'req/s',
+          baseline: g(f.ops, 'vscode-jsonrpc'),
+          baseline_unit: 'req/s (vscode-jsonrpc)',
+          goal: '>= 2.5',
+        }),
+        row({
+          case: 'rpc.stdio.rtt_p50',
+          figure: g(f.p50, 'subrun'),
+          unit: 'µs',
+          baseline: g(f.p50, 'ndjson-bare'),
+          baseline_unit: 'µs (bare NDJSON)',
+          note: `vscode-jsonrpc ${g(f.p50, 'vscode-jsonrpc').toFixed(0)} µs`,
+        }),
+        row({
+          case: 'rpc.stdio.rtt_p99',
+          figure: g(f.p99, 'subrun'),
+          unit: 'µs',
+          baseline: g(f.p99, 'ndjson-bare'),
+          baseline_unit: 'µs (bare NDJSON)',
+          note: `vscode-jsonrpc ${g(f.p99, 'vscode-jsonrpc').toFixed(0)} µs`,
+        }),
       ];
     } finally {
       for (const p of procs) await p.stop();

@@ -51,7 +51,15 @@ export const rpcWsCase: BenchCase = {
       );
       const g = (m: Map<string, number>, k: string) => m.get(k) as number;
       return [
-        row({ case: 'rpc.ws.pipelined', figure: g(f.ops, 'subrun'), unit: 'req/s', baseline: g(f.ops, 'ws-bare'), baseline_unit: 'req/s (bare ws)', goal: '>= 0.6', note: `64 in flight, ${resultText.length}-byte result` }),
+        row({
+          case: 'rpc.ws.pipelined',
+          figure: g(f.ops, 'subrun'),
+          unit: 'req/s',
+          baseline: g(f.ops, 'ws-bare'),
+          baseline_unit: 'req/s (bare ws)',
+          goal: '>= 0.6',
+          note: `64 in flight, ${resultText.length}-byte result`,
+        }),
         row({ case: 'rpc.ws.rtt_p50', figure: g(f.p50, 'subrun'), unit: 'µs', baseline: g(f.p50, 'ws-bare'), baseline_unit: 'µs (bare ws)' }),
         row({ case: 'rpc.ws.rtt_p99', figure: g(f.p99, 'subrun'), unit: 'µs', baseline: g(f.p99, 'ws-bare'), baseline_unit: 'µs (bare ws)' }),
       ];

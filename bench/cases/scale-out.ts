@@ -19,7 +19,11 @@ interface Sizes {
   readonly spawns: number;
   readonly children: number;
 }
-const SIZES = { full: { steers: 2000, spawns: 40, children: 400 }, quick: { steers: 500, spawns: 15, children: 100 }, tiny: { steers: 20, spawns: 2, children: 6 } };
+const SIZES = {
+  full: { steers: 2000, spawns: 40, children: 400 },
+  quick: { steers: 500, spawns: 15, children: 100 },
+  tiny: { steers: 20, spawns: 2, children: 6 },
+};
 
 /** utime + stime of a process, in ms (from /proc; 10 ms ticks). */
 function cpuMs(pid: number | undefined): number {
@@ -66,7 +70,9 @@ async function plane(flags: readonly string[]): Promise<Plane> {
 }
 
 async function spawnOne(p: Plane, steps: unknown[]): Promise<string> {
-  const r = (await p.client.call('delegation.spawn', { session_id: p.session_id, tasks: [{ goal: 'bench', agent: { kind: 'scripted', steps } }] })) as { subagent_ids: string[] };
+  const r = (await p.client.call('delegation.spawn', { session_id: p.session_id, tasks: [{ goal: 'bench', agent: { kind: 'scripted', steps } }] })) as {
+    subagent_ids: string[];
+  };
   return r.subagent_ids[0] as string;
 }
 
@@ -92,11 +98,21 @@ export const scaleOutCase: BenchCase = {
       // (1) The steer's queued reply, and the two parts it cannot do without.
       const rid = await spawnOne(remote, [{ op: 'hang' }]);
       await remote.next('subagent.start', rid);
-      const steerRemote = await sequential(() => remote.client.call('subagent.steer', { session_id: remote.session_id, subagent_id: rid, text: 'steer' }), sizes.steers, 20_000);
+      const steerRemote = await sequential(
+        () => remote.client.call('subagent.steer', { session_id: remote.session_id, subagent_id: rid, text: 'steer' }),
+        sizes.steers,
+        20_000,
+      );
       const lid = await spawnOne(local, [{ op: 'hang' }]);
-      const steerLocal = await sequential(() => local.client.call('subagent.steer', { session_id: local.session_id, subagent_id: lid, text: 'steer' }), sizes.steers, 20_000);
+      const steerLocal = await sequential(
+        () => local.client.call('subagent.steer', { session_id: local.session_id, subagent_id: lid, text: 'steer' }),
+        sizes.steers,
+        20_000,
+      );
 
-      const bare = startProcess(['--import', 'tsx', 'bench/servers/ws-bare.ts'], { BENCH_RESULT: JSON.stringify({ status: 'queued', subagent_id: rid, text: 'steer', steer_id: 'st_000000000000' }) });
+      const bare = startProcess(['--import', 'tsx', 'bench/servers/ws-bare.ts'], {
+        BENCH_RESULT: JSON.stringify({ status: 'queued', subagent_id: rid, text: 'steer', steer_id: 'st_000000000000' }),
+      });
       procs.push(bare);
       bare.child.stdout?.setEncoding('utf8');
       const [first] = (await once(bare.child.stdout as NodeJS.ReadableStream, 'data')) as [string];
@@ -111,7 +127,9 @@ export const scaleOutCase: BenchCase = {
       let n = 0;
       const pubAck = await sequential(() => js.publish('bench.steer', '{"steer_id":"st","text":"steer","seq":1}', { msgID: `m${++n}` }), sizes.steers, 20_000);
       await nc.close();
-      opts.log(`scale-out: steer p50 remote ${steerRemote.p50.toFixed(0)} µs, local ${steerLocal.p50.toFixed(0)} µs, bare ws ${wsRtt.p50.toFixed(0)} µs, publish-ack ${pubAck.p50.toFixed(0)} µs`);
+      opts.log(
+        `scale-out: steer p50 remote ${steerRemote.p50.toFixed(0)} µs, local ${steerLocal.p50.toFixed(0)} µs, bare ws ${wsRtt.p50.toFixed(0)} µs, publish-ack ${pubAck.p50.toFixed(0)} µs`,
+      );
 
       // (2) Spawn to the child's first event (its runner's first text), one child at a time.
       const firstEvent = async (p: Plane): Promise<number> => {
@@ -129,13 +147,21 @@ export const scaleOutCase: BenchCase = {
       const spawnLocal = await firstEvent(local);
 
       // (3) Control-plane CPU per child, spawn to entry, with a tool step and two texts each.
-      const steps = [{ op: 'say', text: 'working' }, { op: 'tool', name: 'read_file' }, { op: 'say', text: 'done' }, { op: 'finish', summary: 'ok' }];
+      const steps = [
+        { op: 'say', text: 'working' },
+        { op: 'tool', name: 'read_file' },
+        { op: 'say', text: 'done' },
+        { op: 'finish', summary: 'ok' },
+      ];
       const cpuPerChild = async (p: Plane): Promise<number> => {
         const before = cpuMs(p.proc.child.pid);
         let left = sizes.children;
         while (left > 0) {
           const size = Math.min(left, 50);
-          const r = (await p.client.call('delegation.spawn', { session_id: p.session_id, tasks: Array.from({ length: size }, () => ({ goal: 'cpu', agent: { kind: 'scripted', steps } })) })) as { subagent_ids: string[] };
+          const r = (await p.client.call('delegation.spawn', {
+            session_id: p.session_id,
+            tasks: Array.from({ length: size }, () => ({ goal: 'cpu', agent: { kind: 'scripted', steps } })),
+          })) as { subagent_ids: string[] };
           await Promise.all(r.subagent_ids.map((id) => p.next('subagent.complete', id)));
           left -= size;
         }
@@ -147,11 +173,39 @@ export const scaleOutCase: BenchCase = {
       opts.log(`scale-out: control-plane CPU per child remote ${cpuRemote.toFixed(3)} ms, local ${cpuLocal.toFixed(3)} ms`);
 
       return [
-        row({ case: 'remote.steer_queued_p50', figure: steerRemote.p50, unit: 'µs', baseline: wsRtt.p50 + pubAck.p50, baseline_unit: 'µs (bare ws rtt + bare publish-ack)', goal: '<= 1.5', note: `ws ${wsRtt.p50.toFixed(0)} + ack ${pubAck.p50.toFixed(0)}` }),
-        row({ case: 'remote.steer_local_p50', figure: steerLocal.p50, unit: 'µs', baseline: wsRtt.p50, baseline_unit: 'µs (bare ws rtt)', note: 'the same steer, in-process child' }),
+        row({
+          case: 'remote.steer_queued_p50',
+          figure: steerRemote.p50,
+          unit: 'µs',
+          baseline: wsRtt.p50 + pubAck.p50,
+          baseline_unit: 'µs (bare ws rtt + bare publish-ack)',
+          goal: '<= 1.5',
+          note: `ws ${wsRtt.p50.toFixed(0)} + ack ${pubAck.p50.toFixed(0)}`,
+        }),
+        row({
+          case: 'remote.steer_local_p50',
+          figure: steerLocal.p50,
+          unit: 'µs',
+          baseline: wsRtt.p50,
+          baseline_unit: 'µs (bare ws rtt)',
+          note: 'the same steer, in-process child',
+        }),
         row({ case: 'remote.spawn_first_event_p50', figure: spawnRemote, unit: 'µs', baseline: spawnLocal, baseline_unit: 'µs (local child)' }),
-        row({ case: 'remote.cp_cpu_per_child', figure: cpuRemote, unit: 'ms', baseline: cpuLocal, baseline_unit: 'ms (local child)', goal: '<= 2', note: '4 runner events each, spawn to entry' }),
-        row({ case: 'remote.children_per_cp_core_second', figure: carried, unit: 'children/s', note: 'remote children one control-plane core takes from spawn to entry per second' }),
+        row({
+          case: 'remote.cp_cpu_per_child',
+          figure: cpuRemote,
+          unit: 'ms',
+          baseline: cpuLocal,
+          baseline_unit: 'ms (local child)',
+          goal: '<= 2',
+          note: '4 runner events each, spawn to entry',
+        }),
+        row({
+          case: 'remote.children_per_cp_core_second',
+          figure: carried,
+          unit: 'children/s',
+          note: 'remote children one control-plane core takes from spawn to entry per second',
+        }),
       ];
     } finally {
       for (const c of clients) await c.close().catch(() => undefined);

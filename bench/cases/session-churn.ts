@@ -94,7 +94,13 @@ async function oneSession(client: LeanClient, i: number): Promise<void> {
   const agent = whileRunning ? RUNNING : FINISH;
   // Both children wrote their 16 KiB (subagent.text), or the delegation is complete.
   const ready = whileRunning ? client.expect(session_id, 'subagent.text', 2) : client.expect(session_id, 'delegation.complete', 1);
-  await client.call('delegation.spawn', { session_id, tasks: [{ goal: 'a', agent }, { goal: 'b', agent }] });
+  await client.call('delegation.spawn', {
+    session_id,
+    tasks: [
+      { goal: 'a', agent },
+      { goal: 'b', agent },
+    ],
+  });
   await ready;
   await client.call('session.close', { session_id });
 }
@@ -127,7 +133,12 @@ export const sessionChurnCase: BenchCase = {
     const atAll = await measureMemory();
     const t2 = performance.now();
     const errors = clients.reduce((s, c) => s + c.errors, 0);
-    const left = { sessions: server.sessions.size, live: server.runtime.liveCount, queues: server.runtime.queueCount, retained: server.runtime.list({ include_finished: true }).length };
+    const left = {
+      sessions: server.sessions.size,
+      live: server.runtime.liveCount,
+      queues: server.runtime.queueCount,
+      retained: server.runtime.list({ include_finished: true }).length,
+    };
     opts.log(
       `session-churn: heap ${(before / MiB).toFixed(1)} MiB before, ${(atFirst / MiB).toFixed(1)} after ${first} sessions (${((t1 - t0) / 1000).toFixed(1)} s), ` +
         `${(atAll / MiB).toFixed(1)} after ${total} (${((t2 - t1) / 1000).toFixed(1)} s more); left: ${JSON.stringify(left)}, error replies ${errors}`,

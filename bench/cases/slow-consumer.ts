@@ -92,7 +92,11 @@ async function flow(withSlow: boolean, flowMs: number, afterDropMs: number, log:
     log(
       `slow-consumer: ${withSlow ? 'with' : 'without'} a slow client: ${(bytes / MiB).toFixed(0)} MiB of events to the healthy client in ${secs.toFixed(1)} s; ` +
         `RSS ${(baseRss / MiB).toFixed(0)} -> peak ${(peakRss / MiB).toFixed(0)} -> end ${(endRss / MiB).toFixed(0)} MiB` +
-        (withSlow ? (dropMs === null ? '; NOT DROPPED' : `; dropped after ${dropAt.toFixed(0)} ms, ${((bytesAtDrop ?? 0) / MiB).toFixed(1)} MiB flowed, buffered ${((buffered ?? 0) / MiB).toFixed(2)} MiB`) : ''),
+        (withSlow
+          ? dropMs === null
+            ? '; NOT DROPPED'
+            : `; dropped after ${dropAt.toFixed(0)} ms, ${((bytesAtDrop ?? 0) / MiB).toFixed(1)} MiB flowed, buffered ${((buffered ?? 0) / MiB).toFixed(2)} MiB`
+          : ''),
     );
     return { baseRss, peakRss, dropRss: atDrop, endRss, dropMs, buffered, bytesAtDrop, bytes, secs };
   } finally {
@@ -111,7 +115,7 @@ export const slowConsumerCase: BenchCase = {
     const test = await flow(true, flowMs, afterDropMs, opts.log);
     const frame = STEER.length + 1024;
     const dropped = test.dropMs !== null && test.buffered !== null;
-    const withinBound = dropped && (test.buffered) <= BOUND + frame;
+    const withinBound = dropped && test.buffered <= BOUND + frame;
     const growth = test.peakRss - test.baseRss;
     const controlGrowth = control.peakRss - control.baseRss;
     const afterDrop = test.endRss - test.dropRss;
@@ -128,7 +132,7 @@ export const slowConsumerCase: BenchCase = {
         goal: 'dropped, <= bound + 1 frame',
         pass: withinBound,
         note: dropped
-          ? `dropped ${(test.dropMs).toFixed(0)} ms into the flow, after ${((test.bytesAtDrop ?? 0) / MiB).toFixed(1)} MiB of events (the rest sat in kernel socket buffers)`
+          ? `dropped ${test.dropMs.toFixed(0)} ms into the flow, after ${((test.bytesAtDrop ?? 0) / MiB).toFixed(1)} MiB of events (the rest sat in kernel socket buffers)`
           : 'never dropped',
       }),
       row({

@@ -46,7 +46,9 @@ export const startupCase: BenchCase = {
     const dir = mkdtempSync(join(tmpdir(), 'subrun-startup-'));
     try {
       const root = process.cwd();
-      const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8' })) as Array<{ filename: string }>;
+      const packed = JSON.parse(
+        execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8' }),
+      ) as Array<{ filename: string }>;
       writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'startup-bench', private: true, type: 'module' }));
       execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(dir, packed[0]?.filename ?? '')], { cwd: dir, stdio: 'ignore' });
       const bin = join(dir, 'node_modules', 'subrun', 'bin', 'subrun.js');
@@ -69,8 +71,24 @@ export const startupCase: BenchCase = {
         http.push(b);
       }
       return [
-        row({ case: 'startup.help', figure: median(help), unit: 'ms', baseline: median(node), baseline_unit: 'ms (node -e 0)', goal: '<= 2', note: `median of ${rounds}, installed package` }),
-        row({ case: 'startup.serve_ws', figure: median(serve), unit: 'ms', baseline: median(http), baseline_unit: 'ms (bare node:http listening)', goal: '<= 3', note: `median of ${rounds}, until "listening"` }),
+        row({
+          case: 'startup.help',
+          figure: median(help),
+          unit: 'ms',
+          baseline: median(node),
+          baseline_unit: 'ms (node -e 0)',
+          goal: '<= 2',
+          note: `median of ${rounds}, installed package`,
+        }),
+        row({
+          case: 'startup.serve_ws',
+          figure: median(serve),
+          unit: 'ms',
+          baseline: median(http),
+          baseline_unit: 'ms (bare node:http listening)',
+          goal: '<= 3',
+          note: `median of ${rounds}, until "listening"`,
+        }),
       ];
     } finally {
       rmSync(dir, { recursive: true, force: true });

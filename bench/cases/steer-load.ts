@@ -53,7 +53,15 @@ function watch(client: RpcClient, t: Tracker): void {
 }
 
 /** Steers random children of `ids` one at a time until `until`; returns round trips in µs. */
-async function steerLoop(client: RpcClient, session_id: string, ids: readonly string[], tag: string, t: Tracker, untilMs: number, maxSteers: number): Promise<number[]> {
+async function steerLoop(
+  client: RpcClient,
+  session_id: string,
+  ids: readonly string[],
+  tag: string,
+  t: Tracker,
+  untilMs: number,
+  maxSteers: number,
+): Promise<number[]> {
   const lat: number[] = [];
   let n = 0;
   while (performance.now() < untilMs && n < maxSteers) {
@@ -147,7 +155,11 @@ export const steerLoadCase: BenchCase = {
       // Phase 1: quiet children.
       const quiet = await Promise.all(clients.map((c) => sessionWithChildren(c, perClient, [{ op: 'hang' }])));
       let until = performance.now() + quietMs;
-      const quietLat = (await Promise.all(clients.map((c, i) => steerLoop(c, quiet[i]?.session_id as string, quiet[i]?.ids as string[], `q${i}`, trackers[i] as Tracker, until, maxSteers)))).flat();
+      const quietLat = (
+        await Promise.all(
+          clients.map((c, i) => steerLoop(c, quiet[i]?.session_id as string, quiet[i]?.ids as string[], `q${i}`, trackers[i] as Tracker, until, maxSteers)),
+        )
+      ).flat();
       await Promise.all(clients.map((c, i) => settle(c, quiet[i]?.session_id as string, quiet[i]?.ids as string[], trackers[i] as Tracker, 30_000)));
       opts.log(`steer-load: quiet: ${quietLat.length} steers, p50 ${percentile(quietLat, 50).toFixed(0)} µs, p99 ${percentile(quietLat, 99).toFixed(0)} µs`);
 
@@ -157,7 +169,7 @@ export const steerLoadCase: BenchCase = {
       for (const c of clients) {
         const s = (await c.call('session.create', { title: 'load' })) as { session_id: string };
         const ids: string[] = [];
-        for (let done = 0; done < perClient; ) {
+        for (let done = 0; done < perClient;) {
           const size = Math.min(25, perClient - done);
           const tasks = Array.from({ length: size }, (_, j) => {
             const finishes = (done + j) % 10 === 9;
@@ -176,7 +188,11 @@ export const steerLoadCase: BenchCase = {
       const t0 = performance.now();
       until = t0 + loadMs;
       const rssBefore = sub.proc.rss();
-      const loadLat = (await Promise.all(clients.map((c, i) => steerLoop(c, loaded[i]?.session_id as string, loaded[i]?.ids as string[], `l${i}`, trackers[i] as Tracker, until, maxSteers)))).flat();
+      const loadLat = (
+        await Promise.all(
+          clients.map((c, i) => steerLoop(c, loaded[i]?.session_id as string, loaded[i]?.ids as string[], `l${i}`, trackers[i] as Tracker, until, maxSteers)),
+        )
+      ).flat();
       const secs = (performance.now() - t0) / 1000;
       const events = trackers.reduce((n, t) => n + t.events, 0) - eventsBefore;
       const rssAfter = sub.proc.rss();
@@ -190,7 +206,9 @@ export const steerLoadCase: BenchCase = {
       const queueFull = trackers.reduce((n, t) => n + t.queueFull, 0);
       const errors = trackers.reduce((n, t) => n + t.errors, 0);
       const rejected = trackers.reduce((n, t) => n + t.rejectedTexts.size, 0);
-      opts.log(`steer-load: conservation ${c.ok ? 'holds' : 'BROKEN'}: ${c.queued} queued = ${c.delivered} delivered + ${c.missed} missed; ${rejected} rejected, ${queueFull} queue full, ${errors} errors`);
+      opts.log(
+        `steer-load: conservation ${c.ok ? 'holds' : 'BROKEN'}: ${c.queued} queued = ${c.delivered} delivered + ${c.missed} missed; ${rejected} rejected, ${queueFull} queue full, ${errors} errors`,
+      );
       for (const p of c.problems) opts.log(`steer-load:   ${p}`);
       const ok = c.ok && errors === 0;
       return [
@@ -204,7 +222,13 @@ export const steerLoadCase: BenchCase = {
           pass: ok,
           note: `${clientsN} clients, ${clientsN * perClient} children, ${(events / secs).toFixed(0)} events/s, ${loadLat.length} steers`,
         }),
-        row({ case: 'steer.rtt_p50_under_load', figure: percentile(loadLat, 50), unit: 'µs', baseline: percentile(quietLat, 50), baseline_unit: 'µs (quiet children)' }),
+        row({
+          case: 'steer.rtt_p50_under_load',
+          figure: percentile(loadLat, 50),
+          unit: 'µs',
+          baseline: percentile(quietLat, 50),
+          baseline_unit: 'µs (quiet children)',
+        }),
         row({
           case: 'steer.conservation',
           figure: c.queued,

@@ -196,27 +196,68 @@ export const tailMemoryCase: BenchCase = {
     };
     const r = await micro(
       [
-        { name: 'append', ops: totalBytes, fn: () => { for (const s of texts) t.append(s); } },
-        { name: 'appendBytes', ops: totalBytes, fn: () => { for (const c of bytes) tb.appendBytes(c); } },
-        { name: 'raw', ops: totalBytes, fn: () => { for (const c of bytes) rawCopy(c); } },
-        { name: 'rawEncode', ops: totalBytes, fn: () => { for (const s of texts) rawEncode(s); } },
+        {
+          name: 'append',
+          ops: totalBytes,
+          fn: () => {
+            for (const s of texts) t.append(s);
+          },
+        },
+        {
+          name: 'appendBytes',
+          ops: totalBytes,
+          fn: () => {
+            for (const c of bytes) tb.appendBytes(c);
+          },
+        },
+        {
+          name: 'raw',
+          ops: totalBytes,
+          fn: () => {
+            for (const c of bytes) rawCopy(c);
+          },
+        },
+        {
+          name: 'rawEncode',
+          ops: totalBytes,
+          fn: () => {
+            for (const s of texts) rawEncode(s);
+          },
+        },
         // The encoder the transcript used before: TextEncoder#encodeInto into the same ring.
-        { name: 'encodeInto', ops: totalBytes, fn: () => { for (const s of texts) encodeIntoRing(s); } },
+        {
+          name: 'encodeInto',
+          ops: totalBytes,
+          fn: () => {
+            for (const s of texts) encodeIntoRing(s);
+          },
+        },
       ],
       mo,
     );
     const ns = (k: string) => r.get(k)?.ns as number;
-    opts.log(`tail-memory: append ${ns('append').toFixed(3)} ns/B, appendBytes ${ns('appendBytes').toFixed(3)}, raw copy ${ns('raw').toFixed(3)}, raw encode ${ns('rawEncode').toFixed(3)}`);
+    opts.log(
+      `tail-memory: append ${ns('append').toFixed(3)} ns/B, appendBytes ${ns('appendBytes').toFixed(3)}, raw copy ${ns('raw').toFixed(3)}, raw encode ${ns('rawEncode').toFixed(3)}`,
+    );
 
     const limit = 20 * KiB;
     const mib = (x: number) => (x >= MiB ? `${Math.round(x / MiB)} MiB` : `${Math.round(x / KiB)} KiB`);
-    const note = (w: WriteRun) => `${n} children, ${(w.written / MiB).toFixed(1)} MiB each in ${(w.ms / 1000).toFixed(1)} s${w.complete ? '' : ' (stopped by the time bound)'}`;
+    const note = (w: WriteRun) =>
+      `${n} children, ${(w.written / MiB).toFixed(1)} MiB each in ${(w.ms / 1000).toFixed(1)} s${w.complete ? '' : ' (stopped by the time bound)'}`;
     const share = (w: WriteRun) => w.perChild - runnerOwn;
     const within = Math.abs(share(b) - share(a)) / Math.max(share(a), 1) <= 0.05;
     return [
       // What subrun retains per live child (machinery and tail window): all a child retains, less
       // what its runner keeps of its own (measured alone, same process).
-      row({ case: `tail.retained@${mib(a.written)}`, figure: share(a) / KiB, unit: 'KiB/child', baseline: limit / KiB, baseline_unit: 'KiB (goal)', goal: '<= 1', note: note(a) }),
+      row({
+        case: `tail.retained@${mib(a.written)}`,
+        figure: share(a) / KiB,
+        unit: 'KiB/child',
+        baseline: limit / KiB,
+        baseline_unit: 'KiB (goal)',
+        goal: '<= 1',
+        note: note(a),
+      }),
       row({
         case: `tail.retained@${mib(b.written)}`,
         figure: share(b) / KiB,
@@ -228,15 +269,63 @@ export const tailMemoryCase: BenchCase = {
         note: note(b),
       }),
       // All-in: subrun's share plus the runner's own state.
-      row({ case: `tail.all_in@${mib(a.written)}`, figure: a.perChild / KiB, unit: 'KiB/child', note: `subrun + the runner's own ${(runnerOwn / KiB).toFixed(2)} KiB` }),
-      row({ case: `tail.all_in@${mib(b.written)}`, figure: b.perChild / KiB, unit: 'KiB/child', note: `subrun + the runner's own ${(runnerOwn / KiB).toFixed(2)} KiB` }),
-      row({ case: 'tail.runner_own', figure: runnerOwn / KiB, unit: 'KiB/child', note: 'the runner alone: an AbortController, its abort listener and a pending promise' }),
+      row({
+        case: `tail.all_in@${mib(a.written)}`,
+        figure: a.perChild / KiB,
+        unit: 'KiB/child',
+        note: `subrun + the runner's own ${(runnerOwn / KiB).toFixed(2)} KiB`,
+      }),
+      row({
+        case: `tail.all_in@${mib(b.written)}`,
+        figure: b.perChild / KiB,
+        unit: 'KiB/child',
+        note: `subrun + the runner's own ${(runnerOwn / KiB).toFixed(2)} KiB`,
+      }),
+      row({
+        case: 'tail.runner_own',
+        figure: runnerOwn / KiB,
+        unit: 'KiB/child',
+        note: 'the runner alone: an AbortController, its abort listener and a pending promise',
+      }),
       // What writing added: the same children measured before their first byte and after.
-      row({ case: `tail.added_by_writing@${mib(a.written)}`, figure: (a.perChild - a.quiet) / KiB, unit: 'KiB/child', baseline: limit / KiB, baseline_unit: 'KiB (goal)', goal: '<= 1' }),
-      row({ case: `tail.added_by_writing@${mib(b.written)}`, figure: (b.perChild - b.quiet) / KiB, unit: 'KiB/child', baseline: limit / KiB, baseline_unit: 'KiB (goal)', goal: '<= 1' }),
-      row({ case: 'tail.quiet_child', figure: a.quiet / KiB, unit: 'KiB/child', note: 'a live child that has written nothing (records, inbox, context, promises, abort signals)' }),
-      row({ case: 'tail.append_bytes', figure: ns('appendBytes'), unit: 'ns/B', baseline: ns('raw'), baseline_unit: 'ns/B (raw copy into a ring)', goal: '<= 2' }),
-      row({ case: 'tail.append_text', figure: ns('append'), unit: 'ns/B', baseline: ns('rawEncode'), baseline_unit: 'ns/B (raw UTF-8 encode into a ring)', goal: '<= 2' }),
+      row({
+        case: `tail.added_by_writing@${mib(a.written)}`,
+        figure: (a.perChild - a.quiet) / KiB,
+        unit: 'KiB/child',
+        baseline: limit / KiB,
+        baseline_unit: 'KiB (goal)',
+        goal: '<= 1',
+      }),
+      row({
+        case: `tail.added_by_writing@${mib(b.written)}`,
+        figure: (b.perChild - b.quiet) / KiB,
+        unit: 'KiB/child',
+        baseline: limit / KiB,
+        baseline_unit: 'KiB (goal)',
+        goal: '<= 1',
+      }),
+      row({
+        case: 'tail.quiet_child',
+        figure: a.quiet / KiB,
+        unit: 'KiB/child',
+        note: 'a live child that has written nothing (records, inbox, context, promises, abort signals)',
+      }),
+      row({
+        case: 'tail.append_bytes',
+        figure: ns('appendBytes'),
+        unit: 'ns/B',
+        baseline: ns('raw'),
+        baseline_unit: 'ns/B (raw copy into a ring)',
+        goal: '<= 2',
+      }),
+      row({
+        case: 'tail.append_text',
+        figure: ns('append'),
+        unit: 'ns/B',
+        baseline: ns('rawEncode'),
+        baseline_unit: 'ns/B (raw UTF-8 encode into a ring)',
+        goal: '<= 2',
+      }),
       row({
         case: 'tail.encode.buffer_write',
         figure: ns('rawEncode'),

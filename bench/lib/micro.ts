@@ -66,7 +66,9 @@ export async function micro(tasks: readonly MicroTask[], opts: MicroOptions): Pr
       const result = t?.result;
       if (result?.state === 'aborted') continue; // the wall bound hit before any sample: no figure this round
       if (!result || (result.state !== 'completed' && result.state !== 'aborted-with-statistics')) {
-        throw new Error(`micro-benchmark ${task.name} did not complete: ${result?.state ?? 'no result'}${result?.state === 'errored' ? `: ${result.error.message}` : ''}`);
+        throw new Error(
+          `micro-benchmark ${task.name} did not complete: ${result?.state ?? 'no result'}${result?.state === 'errored' ? `: ${result.error.message}` : ''}`,
+        );
       }
       // tinybench reports milliseconds per call.
       perTask.get(task.name)?.push((result.latency.p50 * 1e6) / task.ops);

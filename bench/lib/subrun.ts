@@ -26,10 +26,14 @@ export interface Snapshot {
 }
 
 /** A session with `n` children parked in a `hang` step; resolves once all are running. */
-export async function sessionWithChildren(client: RpcClient, n: number, steps: unknown[] = [{ op: 'hang' }]): Promise<{ session_id: string; session_key: string; ids: string[] }> {
+export async function sessionWithChildren(
+  client: RpcClient,
+  n: number,
+  steps: unknown[] = [{ op: 'hang' }],
+): Promise<{ session_id: string; session_key: string; ids: string[] }> {
   const s = (await client.call('session.create', { title: 'bench' })) as { session_id: string; session_key: string };
   const ids: string[] = [];
-  for (let left = n; left > 0; ) {
+  for (let left = n; left > 0;) {
     const size = Math.min(left, 1000);
     const r = (await client.call('delegation.spawn', {
       session_id: s.session_id,

@@ -12,7 +12,12 @@ const streams = new Set<ServerResponse>();
 
 const server = createServer((req, res) => {
   if (req.method === 'GET' && req.url?.startsWith('/events')) {
-    res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', 'X-Content-Type-Options': 'nosniff' });
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'X-Accel-Buffering': 'no',
+      'X-Content-Type-Options': 'nosniff',
+    });
     res.socket?.setNoDelay(true);
     res.write('retry: 2000\n\n');
     streams.add(res);
@@ -35,7 +40,12 @@ const server = createServer((req, res) => {
       return;
     }
     JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-    res.writeHead(202, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(result), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
+    res.writeHead(202, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(result),
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+    });
     res.end(result);
   });
 });

@@ -26,7 +26,10 @@ export function extensionCall(method: (typeof EXTENSION_METHODS)[number], p: Par
     case '_subrun/steer':
       return { method: 'subagent.steer', params: { session_id: p.sessionId, subagent_id: p.subagentId, text: p.text } };
     case '_subrun/list':
-      return { method: 'subagent.list', params: { session_id: p.sessionId, ...(p.includeFinished !== undefined ? { include_finished: p.includeFinished } : {}) } };
+      return {
+        method: 'subagent.list',
+        params: { session_id: p.sessionId, ...(p.includeFinished !== undefined ? { include_finished: p.includeFinished } : {}) },
+      };
     case '_subrun/tail':
       return { method: 'subagent.tail', params: { session_id: p.sessionId, subagent_id: p.subagentId, ...(p.since !== undefined ? { since: p.since } : {}) } };
   }

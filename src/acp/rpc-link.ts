@@ -109,7 +109,9 @@ export class RpcLink {
     this.#pending.delete(msg.id);
     if (isRecord(msg.error)) {
       const e = msg.error;
-      waiter.reject(new RpcError(typeof e.code === 'number' ? e.code : RpcCode.InternalError, typeof e.message === 'string' ? e.message : 'Internal error', e.data));
+      waiter.reject(
+        new RpcError(typeof e.code === 'number' ? e.code : RpcCode.InternalError, typeof e.message === 'string' ? e.message : 'Internal error', e.data),
+      );
     } else {
       waiter.resolve(msg.result);
     }

@@ -154,7 +154,12 @@ export class AcpSession {
   #onChildEvent(type: string, p: Record<string, unknown>): void {
     const id = String(p.subagent_id);
     if (type === 'subagent.spawn_requested') {
-      const info: u.ChildInfo = { subagent_id: id, parent_id: typeof p.parent_id === 'string' ? p.parent_id : null, goal: String(p.goal), depth: Number(p.depth) };
+      const info: u.ChildInfo = {
+        subagent_id: id,
+        parent_id: typeof p.parent_id === 'string' ? p.parent_id : null,
+        goal: String(p.goal),
+        depth: Number(p.depth),
+      };
       const child: Child = { info, on: this.#parentOf(info) };
       this.#children.set(id, child);
       // The announcement goes first: nothing of the child's reaches the client before it.

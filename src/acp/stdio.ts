@@ -46,7 +46,13 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 
 export function acpStdio(opts: AcpStdioOptions): AcpStdio {
   const agent = new AcpAgent({ server: opts.server, roots: opts.roots, workspaces: opts.workspaces, logger: opts.logger });
-  const wire: StdioWire = stdioWire({ input: opts.input, output: opts.output, tap: (m) => agent.tap(m), onAnswer: (id) => agent.answered(id), onInputEnd: opts.onInputEnd });
+  const wire: StdioWire = stdioWire({
+    input: opts.input,
+    output: opts.output,
+    tap: (m) => agent.tap(m),
+    onAnswer: (id) => agent.answered(id),
+    onInputEnd: opts.onInputEnd,
+  });
   const conn = agent.connect(wire);
   const flushed = async () => {
     await wire.answered();

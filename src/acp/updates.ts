@@ -110,7 +110,14 @@ export function childToolsClosed(entry: CompletionEntry): SessionUpdate[] {
 // ---- children, for a client without `subagents`: one tool call each on the session ----
 
 export function childCall(c: ChildInfo): SessionUpdate {
-  return { sessionUpdate: 'tool_call', toolCallId: c.subagent_id, title: c.goal, kind: 'think', status: 'pending', rawInput: { goal: c.goal, parent_id: c.parent_id } };
+  return {
+    sessionUpdate: 'tool_call',
+    toolCallId: c.subagent_id,
+    title: c.goal,
+    kind: 'think',
+    status: 'pending',
+    rawInput: { goal: c.goal, parent_id: c.parent_id },
+  };
 }
 
 export function childCallProgress(subagent_id: string, text: string, status?: ToolCallStatus): SessionUpdate {

@@ -113,7 +113,11 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
       pending = [];
     }
     if (reply.content !== '') lastText = reply.content;
-    messages.push({ role: 'assistant', content: reply.content === '' ? null : reply.content, ...(reply.tool_calls.length > 0 ? { tool_calls: reply.tool_calls } : {}) });
+    messages.push({
+      role: 'assistant',
+      content: reply.content === '' ? null : reply.content,
+      ...(reply.tool_calls.length > 0 ? { tool_calls: reply.tool_calls } : {}),
+    });
 
     if (reply.tool_calls.length === 0) {
       const more = fx.awaitBackground ? await fx.awaitBackground() : null;

@@ -159,7 +159,8 @@ async function once(
       } catch {
         throw streamError('malformed', `malformed stream from the model server: not JSON: ${data.slice(0, 120)}`);
       }
-      if (typeof json !== 'object' || json === null || Array.isArray(json)) throw streamError('malformed', 'malformed stream from the model server: a chunk is not an object');
+      if (typeof json !== 'object' || json === null || Array.isArray(json))
+        throw streamError('malformed', 'malformed stream from the model server: a chunk is not an object');
       const checked = streamChunkSchema.safeParse(json);
       if (!checked.success) {
         const first = checked.error.issues[0];

@@ -120,11 +120,16 @@ export function delegateTaskTool(port: DelegationPort, inbox: CompletionInbox): 
           if (isSubrunError(err, ErrorCode.TooManyTasks)) {
             return `Refused: at most ${port.max_tasks} tasks per call, you sent ${args.tasks.length}. Split the work into batches of at most ${port.max_tasks} and call again.`;
           }
-          if (isSubrunError(err, ErrorCode.DepthExceeded)) return 'Refused: you are at the delegation depth limit and cannot spawn subagents. Do this work yourself.';
-          if (isSubrunError(err, ErrorCode.SpawnPaused)) return 'Refused: spawning is paused by the operator right now. Do the work yourself or finish without it.';
+          if (isSubrunError(err, ErrorCode.DepthExceeded))
+            return 'Refused: you are at the delegation depth limit and cannot spawn subagents. Do this work yourself.';
+          if (isSubrunError(err, ErrorCode.SpawnPaused))
+            return 'Refused: spawning is paused by the operator right now. Do the work yourself or finish without it.';
           throw err;
         }
-        inbox.track(handle, args.tasks.map((t) => t.goal));
+        inbox.track(
+          handle,
+          args.tasks.map((t) => t.goal),
+        );
         const ids = handle.subagent_ids.map((id, i) => `${id} (${args.tasks?.[i]?.goal ?? ''})`).join(', ');
         return `Started ${handle.subagent_ids.length} subagent(s): ${ids}. They run in the background; each one's result will arrive here as a message when it finishes. Do not poll and do not spawn the same task again. Use action "steer" to send one guidance or "stop" to end one.`;
       }

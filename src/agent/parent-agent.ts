@@ -22,7 +22,7 @@ import type { Runtime } from '../delegation/runtime.ts';
 const PARENT_PROMPT = [
   'You are the parent agent of this session. You can do work yourself with your tools, and you can',
   'delegate independent pieces to subagents with delegate_task: they run in parallel, and each one',
-  "reports back as a message when it finishes. Give each subagent everything it needs in its goal and",
+  'reports back as a message when it finishes. Give each subagent everything it needs in its goal and',
   'context. When all the work is done, answer the user.',
 ].join('\n');
 

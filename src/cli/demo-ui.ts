@@ -27,14 +27,27 @@ export async function runUiDemo(options: UiDemoOptions = {}): Promise<number> {
   const token = randomBytes(18).toString('base64url');
   const http = createHttpApi(server, { token, logger });
   const listener = await listenWs(
-    { host: '127.0.0.1', port: 0, token, allow_origins: [], max_message_bytes: server.limits.max_message_bytes, shutdown_grace_ms: 1000, logger, onRequest: http.handle },
+    {
+      host: '127.0.0.1',
+      port: 0,
+      token,
+      allow_origins: [],
+      max_message_bytes: server.limits.max_message_bytes,
+      shutdown_grace_ms: 1000,
+      logger,
+      onRequest: http.handle,
+    },
     (t) => server.connect(t),
   );
   const base = listener.url.replace(/^ws:/, 'http:').replace(/\/$/, '');
   const api = async (method: string, path: string, key?: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,
-      headers: { Authorization: `Bearer ${token}`, ...(key ? { 'X-Subrun-Session-Key': key } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: {
+        Authorization: `Bearer ${token}`,
+        ...(key ? { 'X-Subrun-Session-Key': key } : {}),
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const answer: unknown = await res.json();
@@ -72,7 +85,8 @@ export async function runUiDemo(options: UiDemoOptions = {}): Promise<number> {
   const unsubscribe = server.runtime.events.subscribe('subagent.**', (e) => {
     const id = String(e.subagent_id);
     const goal = String(e.goal);
-    if (e.type === 'subagent.text' && goal.startsWith('research:') && e.text === STORY_STEERS.research.when) later(300, () => steer(id, STORY_STEERS.research.text));
+    if (e.type === 'subagent.text' && goal.startsWith('research:') && e.text === STORY_STEERS.research.when)
+      later(300, () => steer(id, STORY_STEERS.research.text));
     if (e.type === 'subagent.text' && goal.startsWith('summarize:') && e.text === STORY_STEERS.summarize.when) void steer(id, STORY_STEERS.summarize.text);
     if (e.type === 'subagent.tool' && goal === 'crawl page 2' && typeof e.parent_id === 'string') {
       const crawl = e.parent_id;

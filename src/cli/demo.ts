@@ -94,7 +94,9 @@ export async function runModelDemo(config: OpenAIRunnerConfig, out: NodeJS.Writa
   // A model that could not be reached (or failed every child) is a failed demo, not a story.
   const failed = results.filter((e) => e.status === 'failed' || e.status === 'error' || e.status === 'timeout');
   if (failed.length > 0) {
-    process.stderr.write(`subrun: demo failed: ${failed.length} of ${results.length} children ended ${failed[0]?.status}: ${failed[0]?.error ?? 'no reason given'}\n`);
+    process.stderr.write(
+      `subrun: demo failed: ${failed.length} of ${results.length} children ended ${failed[0]?.status}: ${failed[0]?.error ?? 'no reason given'}\n`,
+    );
     return 1;
   }
   return 0;
@@ -108,7 +110,6 @@ function threeIds(ids: readonly string[]): [string, string, string] {
 }
 
 const MISSED_BEFORE_DELIVERY = 'its steer missed: the child finished before its next delivery point, so the text is back in missed_steer';
-
 
 export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const out = options.out ?? process.stdout;
@@ -146,7 +147,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
       entries.set(id, entry);
       // The summarize child's steer arrived while its only steps left were a sleep and the finish:
       // neither is a delivery point, so the steer could never land and comes back on the entry.
-      const why = id === summarize ? 'it was sent during a step with no delivery point (a sleep, then the finish)' : 'the child finished before its next delivery point';
+      const why =
+        id === summarize ? 'it was sent during a step with no delivery point (a sleep, then the finish)' : 'the child finished before its next delivery point';
       say(`${id} finished: ${entry.status}${entry.missed_steer ? `; its steer missed: ${why}, so the text is back in missed_steer` : ''}`);
     }
   });
@@ -161,7 +163,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
   stop();
   story.end();
 
-  out.write('\nCompletion entries (the parent gets the first three; the grandchild\'s went to its parent):\n');
+  out.write("\nCompletion entries (the parent gets the first three; the grandchild's went to its parent):\n");
   for (const entry of [...results, ...[...entries.values()].filter((e) => !results.includes(e))]) {
     out.write(`${JSON.stringify(entry, null, 2)}\n`);
   }

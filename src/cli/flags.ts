@@ -108,7 +108,10 @@ function convert(spec: FlagSpec, given: Given, source: string): number | string 
       if (last === '') throw new UsageError(`${source} must not be empty`);
       return last;
     case 'list':
-      return texts.flatMap((t) => t.split(',')).map((s) => s.trim()).filter((s) => s !== '');
+      return texts
+        .flatMap((t) => t.split(','))
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
     case 'int': {
       const min = spec.min ?? 0;
       const max = spec.max ?? Number.MAX_SAFE_INTEGER;

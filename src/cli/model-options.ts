@@ -7,10 +7,22 @@ import { DEFAULT_MAX_ITERATIONS, type OpenAIRunnerConfig } from '../agent/runner
 import { workspaceTools } from '../agent/tools/workspace.ts';
 
 export const MODEL_FLAGS = [
-  { flag: 'base-url', env: ['SUBRUN_BASE_URL', 'OPENAI_BASE_URL'], kind: 'string', arg: 'URL', help: 'an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: none, the scripted runner)' },
+  {
+    flag: 'base-url',
+    env: ['SUBRUN_BASE_URL', 'OPENAI_BASE_URL'],
+    kind: 'string',
+    arg: 'URL',
+    help: 'an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: none, the scripted runner)',
+  },
   { flag: 'model', env: 'SUBRUN_MODEL', kind: 'string', arg: 'M', help: 'the model to ask (needed with --base-url)' },
   { flag: 'api-key', env: ['SUBRUN_API_KEY', 'OPENAI_API_KEY'], kind: 'string', arg: 'K', help: 'sent as Authorization: Bearer K' },
-  { flag: 'workspace', env: 'SUBRUN_WORKSPACE', kind: 'string', arg: 'DIR', help: "the root the model's read_file, list_dir and search_text may read (default .)" },
+  {
+    flag: 'workspace',
+    env: 'SUBRUN_WORKSPACE',
+    kind: 'string',
+    arg: 'DIR',
+    help: "the root the model's read_file, list_dir and search_text may read (default .)",
+  },
   { flag: 'max-iterations', env: 'SUBRUN_MAX_ITERATIONS', kind: 'int', min: 1, max: 1000, help: 'model calls per child or parent turn (default 50)' },
   { flag: 'request-timeout-ms', env: 'SUBRUN_REQUEST_TIMEOUT_MS', kind: 'int', min: 100, help: 'one model request, to the end of its stream (default 120000)' },
 ] as const satisfies readonly FlagSpec[];

@@ -32,33 +32,144 @@ export const SERVE_FLAGS = [
   { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535, help: 'WebSocket port, 0 for any free one (default 8787)' },
   { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string', arg: 'T', help: 'the token every WebSocket upgrade must carry (default: made up, printed to stderr)' },
   { flag: 'allow-origin', env: 'SUBRUN_ALLOW_ORIGIN', kind: 'list', arg: 'O[,O]', help: "more allowed browser origins (default: the server's own)" },
-  { flag: 'max-concurrent-children', env: 'SUBRUN_MAX_CONCURRENT_CHILDREN', kind: 'int', min: 1, max: 1024, help: 'children one parent runs at once, and the largest batch (default 3)' },
+  {
+    flag: 'max-concurrent-children',
+    env: 'SUBRUN_MAX_CONCURRENT_CHILDREN',
+    kind: 'int',
+    min: 1,
+    max: 1024,
+    help: 'children one parent runs at once, and the largest batch (default 3)',
+  },
   { flag: 'max-spawn-depth', env: 'SUBRUN_MAX_SPAWN_DEPTH', kind: 'int', min: 1, max: 64, help: 'levels of children below a session (default 1)' },
-  { flag: 'max-message-bytes', env: 'SUBRUN_MAX_MESSAGE_BYTES', kind: 'int', min: 1024, max: 256 * 1024 * 1024, help: 'largest stdio line / WebSocket frame (default 1048576)' },
+  {
+    flag: 'max-message-bytes',
+    env: 'SUBRUN_MAX_MESSAGE_BYTES',
+    kind: 'int',
+    min: 1024,
+    max: 256 * 1024 * 1024,
+    help: 'largest stdio line / WebSocket frame (default 1048576)',
+  },
   { flag: 'max-batch', env: 'SUBRUN_MAX_BATCH', kind: 'int', min: 1, max: MAX_MAX_BATCH, help: 'most elements one batch may have (default 1000)' },
-  { flag: 'max-reply-bytes', env: 'SUBRUN_MAX_REPLY_BYTES', kind: 'int', min: 1024, max: MAX_MAX_REPLY_BYTES, help: "bytes one message's replies may take (default 33554432)" },
+  {
+    flag: 'max-reply-bytes',
+    env: 'SUBRUN_MAX_REPLY_BYTES',
+    kind: 'int',
+    min: 1024,
+    max: MAX_MAX_REPLY_BYTES,
+    help: "bytes one message's replies may take (default 33554432)",
+  },
   { flag: 'park-ttl-ms', env: 'SUBRUN_PARK_TTL_MS', kind: 'int', min: 0, help: 'how long a session with no transport attached lives (default 900000)' },
   { flag: 'replay-events', env: 'SUBRUN_REPLAY_EVENTS', kind: 'int', min: 0, max: 100_000, help: "events each session's replay ring keeps (default 1000)" },
-  { flag: 'replay-bytes', env: 'SUBRUN_REPLAY_BYTES', kind: 'int', min: 0, max: 256 * 1024 * 1024, help: "bytes each session's replay ring keeps (default 1048576)" },
-  { flag: 'interrupt-grace-ms', env: 'SUBRUN_INTERRUPT_GRACE_MS', kind: 'int', min: 0, help: 'how long a stopped runner may take before it is abandoned (default 10000)' },
+  {
+    flag: 'replay-bytes',
+    env: 'SUBRUN_REPLAY_BYTES',
+    kind: 'int',
+    min: 0,
+    max: 256 * 1024 * 1024,
+    help: "bytes each session's replay ring keeps (default 1048576)",
+  },
+  {
+    flag: 'interrupt-grace-ms',
+    env: 'SUBRUN_INTERRUPT_GRACE_MS',
+    kind: 'int',
+    min: 0,
+    help: 'how long a stopped runner may take before it is abandoned (default 10000)',
+  },
   // A setInterval over 2^31-1 ms would fire every millisecond.
-  { flag: 'heartbeat-ms', env: 'SUBRUN_HEARTBEAT_MS', kind: 'int', min: 100, max: 2_147_483_647, help: 'WebSocket ping interval; a silent peer is dropped (default 30000)' },
-  { flag: 'max-outbound-bytes', env: 'SUBRUN_MAX_OUTBOUND_BYTES', kind: 'int', min: 1024, help: 'unsent bytes a WebSocket peer may have queued before it is dropped (default 8388608)' },
+  {
+    flag: 'heartbeat-ms',
+    env: 'SUBRUN_HEARTBEAT_MS',
+    kind: 'int',
+    min: 100,
+    max: 2_147_483_647,
+    help: 'WebSocket ping interval; a silent peer is dropped (default 30000)',
+  },
+  {
+    flag: 'max-outbound-bytes',
+    env: 'SUBRUN_MAX_OUTBOUND_BYTES',
+    kind: 'int',
+    min: 1024,
+    help: 'unsent bytes a WebSocket peer may have queued before it is dropped (default 8388608)',
+  },
   { flag: 'max-queued-steers', env: 'SUBRUN_MAX_QUEUED_STEERS', kind: 'int', min: 1, max: 100_000, help: 'undelivered steers one child may hold (default 64)' },
-  { flag: 'max-queued-steer-bytes', env: 'SUBRUN_MAX_QUEUED_STEER_BYTES', kind: 'int', min: 32768, max: 1024 * 1024 * 1024, help: 'the same bound in UTF-8 bytes (default 262144)' },
-  { flag: 'retain-finished', env: 'SUBRUN_RETAIN_FINISHED', kind: 'int', min: 0, max: 100_000, help: 'finished children kept per session for list and tail (default 100)' },
+  {
+    flag: 'max-queued-steer-bytes',
+    env: 'SUBRUN_MAX_QUEUED_STEER_BYTES',
+    kind: 'int',
+    min: 32768,
+    max: 1024 * 1024 * 1024,
+    help: 'the same bound in UTF-8 bytes (default 262144)',
+  },
+  {
+    flag: 'retain-finished',
+    env: 'SUBRUN_RETAIN_FINISHED',
+    kind: 'int',
+    min: 0,
+    max: 100_000,
+    help: 'finished children kept per session for list and tail (default 100)',
+  },
   // setTimeout's limit: a longer deadline would fire at once.
-  { flag: 'shutdown-grace-ms', env: 'SUBRUN_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 2_147_483_647, help: 'on shutdown, how long peers have to read their completions before they are cut (default 5000)' },
+  {
+    flag: 'shutdown-grace-ms',
+    env: 'SUBRUN_SHUTDOWN_GRACE_MS',
+    kind: 'int',
+    min: 0,
+    max: 2_147_483_647,
+    help: 'on shutdown, how long peers have to read their completions before they are cut (default 5000)',
+  },
   { flag: 'ui-dir', env: 'SUBRUN_UI_DIR', kind: 'string', arg: 'DIR', help: "the directory served under /ui/ with --ws (default: the package's dashboard)" },
-  { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string', arg: 'L', help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)' },
-  { flag: 'single-user', env: 'SUBRUN_SINGLE_USER', kind: 'bool', help: "hermes' authority model: the token owns every session (resume and replay need no key)" },
-  { flag: 'state-dir', env: 'SUBRUN_STATE_DIR', kind: 'string', arg: 'DIR', help: 'where saved spawn trees are kept (default $XDG_STATE_HOME/subrun or ~/.local/state/subrun)' },
+  {
+    flag: 'log-level',
+    env: 'SUBRUN_LOG_LEVEL',
+    kind: 'string',
+    arg: 'L',
+    help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)',
+  },
+  {
+    flag: 'single-user',
+    env: 'SUBRUN_SINGLE_USER',
+    kind: 'bool',
+    help: "hermes' authority model: the token owns every session (resume and replay need no key)",
+  },
+  {
+    flag: 'state-dir',
+    env: 'SUBRUN_STATE_DIR',
+    kind: 'string',
+    arg: 'DIR',
+    help: 'where saved spawn trees are kept (default $XDG_STATE_HOME/subrun or ~/.local/state/subrun)',
+  },
   { flag: 'no-state', env: 'SUBRUN_NO_STATE', kind: 'bool', help: 'keep no state: spawn_tree.* answer 4031' },
-  { flag: 'default-runner', env: 'SUBRUN_DEFAULT_RUNNER', kind: 'string', arg: 'R', help: 'runner of tasks without an agent: scripted or openai (default scripted)' },
+  {
+    flag: 'default-runner',
+    env: 'SUBRUN_DEFAULT_RUNNER',
+    kind: 'string',
+    arg: 'R',
+    help: 'runner of tasks without an agent: scripted or openai (default scripted)',
+  },
   // Children on workers through NATS JetStream (docs/scale-out.md); without --nats, in-process.
-  { flag: 'nats', env: 'SUBRUN_NATS', kind: 'string', arg: 'URL', help: 'run every child on `subrun worker` processes through this NATS server with JetStream (docs/scale-out.md)' },
-  { flag: 'worker-loss-ms', env: 'SUBRUN_WORKER_LOSS_MS', kind: 'int', min: 100, max: 2_147_483_647, help: 'with --nats: a worker silent this long is lost (default 3000)' },
-  { flag: 'nats-outage-ms', env: 'SUBRUN_NATS_OUTAGE_MS', kind: 'int', min: 100, max: 2_147_483_647, help: 'with --nats: how long a new child waits through a NATS outage before it fails (default 30000)' },
+  {
+    flag: 'nats',
+    env: 'SUBRUN_NATS',
+    kind: 'string',
+    arg: 'URL',
+    help: 'run every child on `subrun worker` processes through this NATS server with JetStream (docs/scale-out.md)',
+  },
+  {
+    flag: 'worker-loss-ms',
+    env: 'SUBRUN_WORKER_LOSS_MS',
+    kind: 'int',
+    min: 100,
+    max: 2_147_483_647,
+    help: 'with --nats: a worker silent this long is lost (default 3000)',
+  },
+  {
+    flag: 'nats-outage-ms',
+    env: 'SUBRUN_NATS_OUTAGE_MS',
+    kind: 'int',
+    min: 100,
+    max: 2_147_483_647,
+    help: 'with --nats: how long a new child waits through a NATS outage before it fails (default 30000)',
+  },
   ...MODEL_FLAGS,
 ] as const satisfies readonly FlagSpec[];
 
@@ -67,7 +178,6 @@ const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp [options]
 The server for hosts. --stdio serves one JSON-RPC host over this process's stdin and stdout;
 --ws serves any number of hosts on ws://HOST:PORT/ with a token (docs/protocol.md); --acp serves
 an IDE over stdin and stdout with the Agent Client Protocol (docs/acp.md).`;
-
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -228,7 +338,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
 }
 
 /** The remote placement; NATS unreachable (or without JetStream) is one line and exit 2. */
-async function openPlacement(url: string, v: Pick<FlagValues<typeof SERVE_FLAGS>, 'worker-loss-ms' | 'nats-outage-ms'>, logger: ReturnType<typeof createLogger>): Promise<Placement> {
+async function openPlacement(
+  url: string,
+  v: Pick<FlagValues<typeof SERVE_FLAGS>, 'worker-loss-ms' | 'nats-outage-ms'>,
+  logger: ReturnType<typeof createLogger>,
+): Promise<Placement> {
   // Loaded only with --nats: the NATS client costs the in-process server nothing at start.
   const [{ Placement }, { NatsStartError }] = await Promise.all([import('../remote/control/placement.ts'), import('../remote/nats.ts')]);
   try {

@@ -12,10 +12,36 @@ import { NatsStartError } from '../remote/nats.ts';
 import { Worker } from '../remote/worker/worker.ts';
 
 export const WORKER_FLAGS = [
-  { flag: 'nats', env: 'SUBRUN_NATS', kind: 'string', arg: 'URL', help: 'the NATS server with JetStream the control plane uses, e.g. nats://127.0.0.1:4222 (required)' },
-  { flag: 'max-children', env: 'SUBRUN_MAX_CHILDREN', kind: 'int', min: 1, max: 10_000, help: 'children this worker runs at once; one waiting for its own children does not count (default 16)' },
-  { flag: 'worker-heartbeat-ms', env: 'SUBRUN_WORKER_HEARTBEAT_MS', kind: 'int', min: 50, max: 60_000, help: "heartbeat period; keep it well under the control plane's --worker-loss-ms (default 1000)" },
-  { flag: 'log-level', env: 'SUBRUN_LOG_LEVEL', kind: 'string', arg: 'L', help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)' },
+  {
+    flag: 'nats',
+    env: 'SUBRUN_NATS',
+    kind: 'string',
+    arg: 'URL',
+    help: 'the NATS server with JetStream the control plane uses, e.g. nats://127.0.0.1:4222 (required)',
+  },
+  {
+    flag: 'max-children',
+    env: 'SUBRUN_MAX_CHILDREN',
+    kind: 'int',
+    min: 1,
+    max: 10_000,
+    help: 'children this worker runs at once; one waiting for its own children does not count (default 16)',
+  },
+  {
+    flag: 'worker-heartbeat-ms',
+    env: 'SUBRUN_WORKER_HEARTBEAT_MS',
+    kind: 'int',
+    min: 50,
+    max: 60_000,
+    help: "heartbeat period; keep it well under the control plane's --worker-loss-ms (default 1000)",
+  },
+  {
+    flag: 'log-level',
+    env: 'SUBRUN_LOG_LEVEL',
+    kind: 'string',
+    arg: 'L',
+    help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)',
+  },
   ...MODEL_FLAGS,
 ] as const satisfies readonly FlagSpec[];
 

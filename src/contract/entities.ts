@@ -5,7 +5,6 @@ import { z } from 'zod';
 /** The wire's version, in gateway.ready and server.info; bumped on any incompatible change. */
 export const PROTOCOL_VERSION = 1;
 
-
 export const id = z.string().min(1);
 export const unixSeconds = z.number().nonnegative();
 

@@ -97,7 +97,9 @@ export const EVENT_TYPES: readonly EventType[] = eventTypeSchema.options;
 
 /** The keys of the payload table as a non-empty sorted tuple (what z.enum takes). */
 function eventTypesOf<T extends Record<string, unknown>>(table: T): [keyof T & string, ...(keyof T & string)[]] {
-  const keys = Object.keys(table).filter((k): k is keyof T & string => Object.hasOwn(table, k)).sort();
+  const keys = Object.keys(table)
+    .filter((k): k is keyof T & string => Object.hasOwn(table, k))
+    .sort();
   const [first, ...rest] = keys;
   if (first === undefined) throw new Error('no event types');
   return [first, ...rest];

@@ -61,9 +61,11 @@ const requiredList = (name: string) =>
 
 /** A non-empty list of JSON objects, or 4000 `{name} required`. */
 const requiredObjects = (name: string) =>
-  z.unknown().transform((v, ctx): Record<string, unknown>[] =>
-    Array.isArray(v) && v.length > 0 && v.every(isRecord) ? v : coded(ctx, ParamCode.IdRequired, 1, `${name} required`),
-  );
+  z
+    .unknown()
+    .transform((v, ctx): Record<string, unknown>[] =>
+      Array.isArray(v) && v.length > 0 && v.every(isRecord) ? v : coded(ctx, ParamCode.IdRequired, 1, `${name} required`),
+    );
 
 /** The contract imports only zod: the same check as guards.ts, on the contract's own floor. */
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -101,7 +103,7 @@ const idempotencyKey = z
 
 export const paramsSchemas = {
   'server.info': loose({}),
-  'ping': loose({}),
+  ping: loose({}),
   'gateway.ping': loose({}),
   'client.capabilities': loose({}),
   // hermes' create params (cols, source, cwd, model, ...) are accepted; title and
@@ -204,7 +206,6 @@ export const spawnTreeEntrySchema = z.strictObject({
   count: z.number().int().positive(),
 });
 
-
 export const resultSchemas = {
   'server.info': z.strictObject({
     name: z.string(),
@@ -214,7 +215,7 @@ export const resultSchemas = {
     events: z.array(z.string()),
     limits: z.record(z.string(), z.number()),
   }),
-  'ping': z.strictObject({ pong: z.literal(true) }),
+  ping: z.strictObject({ pong: z.literal(true) }),
   'gateway.ping': z.strictObject({ pong: z.literal(true), ok: z.literal(true) }),
   'client.capabilities': z.strictObject({ server_requests: z.array(z.never()) }),
   'session.create': z.strictObject({ ...sessionView, session_key: z.string().min(16) }),
@@ -232,7 +233,13 @@ export const resultSchemas = {
     epoch: z.string().min(1),
     open_requests: z.array(z.unknown()),
   }),
-  'delegation.spawn': z.strictObject({ status: z.literal('dispatched'), delegation_id: id, subagent_ids: z.array(id), count: z.number().int().positive(), idempotent_replay: replayFlag }),
+  'delegation.spawn': z.strictObject({
+    status: z.literal('dispatched'),
+    delegation_id: id,
+    subagent_ids: z.array(id),
+    count: z.number().int().positive(),
+    idempotent_replay: replayFlag,
+  }),
   'delegation.result': z.strictObject({ delegation_id: id, done: z.boolean(), results: z.array(completionEntrySchema) }),
   'delegation.status': z.strictObject({
     active: z.array(snapshotSchema),

@@ -7,15 +7,7 @@ import type { InterruptResult, SteerResult } from '../registry/registry.ts';
 import { toSnapshot, type Snapshot } from '../child/snapshot.ts';
 import type { Core } from './core.ts';
 import { preview } from '../child/preview.ts';
-import type {
-  DelegateOptions,
-  DelegationHandle,
-  RunnerContext,
-  Steer,
-  SubtreeControl,
-  TaskSpec,
-  ToolCall,
-} from '../types.ts';
+import type { DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../types.ts';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 

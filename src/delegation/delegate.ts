@@ -85,7 +85,10 @@ export function validateTasks(tasks: unknown, maxConcurrent: number, kinds: Runn
     if (!runner && r.data.agent) {
       const kind = Object.hasOwn(kinds, r.data.agent.kind) ? kinds[r.data.agent.kind] : undefined;
       if (!kind) {
-        issues.push({ path: `tasks.${i}.agent.kind`, message: `unknown runner kind ${JSON.stringify(r.data.agent.kind)}; known: ${Object.keys(kinds).join(', ')}` });
+        issues.push({
+          path: `tasks.${i}.agent.kind`,
+          message: `unknown runner kind ${JSON.stringify(r.data.agent.kind)}; known: ${Object.keys(kinds).join(', ')}`,
+        });
         return;
       }
       const spec = kind.schema.safeParse(r.data.agent);

@@ -9,9 +9,7 @@ import type { Core } from './core.ts';
 import { RunnerLostError, type CompletionEntry, type FinalStatus, type MissedSteer, type RunOutcome, type Steer } from '../types.ts';
 
 type Settled =
-  | { readonly kind: 'returned'; readonly outcome: RunOutcome }
-  | { readonly kind: 'threw'; readonly error: unknown }
-  | { readonly kind: 'abandoned' };
+  { readonly kind: 'returned'; readonly outcome: RunOutcome } | { readonly kind: 'threw'; readonly error: unknown } | { readonly kind: 'abandoned' };
 
 /**
  * One child between spawn and entry: its record, its context, its timers and the lifecycle as

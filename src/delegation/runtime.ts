@@ -12,7 +12,15 @@ import { randomIds, type IdMaker } from '../ids.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { EventBus } from '../registry/events.ts';
 import type { ChildRecord } from '../child/record.ts';
-import { DEFAULT_MAX_QUEUED_STEER_BYTES, DEFAULT_MAX_QUEUED_STEERS, Registry, type InterruptResult, type ListOptions, type SteerResult, type TailResult } from '../registry/registry.ts';
+import {
+  DEFAULT_MAX_QUEUED_STEER_BYTES,
+  DEFAULT_MAX_QUEUED_STEERS,
+  Registry,
+  type InterruptResult,
+  type ListOptions,
+  type SteerResult,
+  type TailResult,
+} from '../registry/registry.ts';
 import type { Snapshot } from '../child/snapshot.ts';
 
 /** Runtime options: one readonly object, each field validated at construction. */
@@ -270,4 +278,3 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
   };
 }
-

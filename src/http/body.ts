@@ -48,7 +48,12 @@ export function readBody(req: IncomingMessage, max_bytes: number): Promise<Body>
         return resolve({ ok: false, answer: httpError(RpcCode.ParseError, 'Parse error: the body is not JSON') });
       }
       if (!isRecord(value)) {
-        return resolve({ ok: false, answer: httpError(RpcCode.InvalidParams, 'invalid params: the body must be a JSON object', undefined, { issues: [{ path: '', message: 'expected an object' }] }) });
+        return resolve({
+          ok: false,
+          answer: httpError(RpcCode.InvalidParams, 'invalid params: the body must be a JSON object', undefined, {
+            issues: [{ path: '', message: 'expected an object' }],
+          }),
+        });
       }
       resolve({ ok: true, value });
     });

@@ -101,7 +101,11 @@ export function buildRoutes(deps: RouteDeps): Route[] {
    * on a remote worker answers once the steer is committed), and every answer is shaped from the
    * value, never from the promise. The session stays attached until the answer is there.
    */
-  const invoke = async <M extends MethodName>(call: Call, method: M, params: Record<string, unknown>): Promise<{ keyed: Keyed<SettledOf<M>>; session: Session }> => {
+  const invoke = async <M extends MethodName>(
+    call: Call,
+    method: M,
+    params: Record<string, unknown>,
+  ): Promise<{ keyed: Keyed<SettledOf<M>>; session: Session }> => {
     const sid = param(call, 'sid');
     const transport = server.transientId();
     const session = server.sessions.rebind(sid, keyOf(call), transport);
@@ -215,13 +219,19 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         },
         // The token owns every session in single-user mode (hermes' model), so it may list them.
         GET: () =>
-          server.services.single_user ? answer(200, { sessions: server.sessions.all().map(sessionView) }) : httpError(HttpCode.Forbidden, 'listing sessions needs --single-user'),
+          server.services.single_user
+            ? answer(200, { sessions: server.sessions.all().map(sessionView) })
+            : httpError(HttpCode.Forbidden, 'listing sessions needs --single-user'),
       },
     },
     {
       path: ['v1', 'sessions', ':sid'],
       methods: {
-        GET: (call) => answer(200, within(call, (_t, session) => sessionView(session))),
+        GET: (call) =>
+          answer(
+            200,
+            within(call, (_t, session) => sessionView(session)),
+          ),
         DELETE: (call) => plain(call, 'session.close', {}),
       },
     },
@@ -237,7 +247,9 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       path: ['v1', 'sessions', ':sid', 'delegations'],
       methods: {
         POST: (call) =>
-          keyedCall(call, 'delegation.spawn', { tasks: call.body.tasks, timeout_ms: call.body.timeout_ms }, (keyed) => keyedAnswer(keyed, () => answer(202, keyed.value))),
+          keyedCall(call, 'delegation.spawn', { tasks: call.body.tasks, timeout_ms: call.body.timeout_ms }, (keyed) =>
+            keyedAnswer(keyed, () => answer(202, keyed.value)),
+          ),
       },
     },
     {
@@ -342,5 +354,3 @@ export function match(routes: readonly Route[], segments: readonly string[]): { 
   }
   return undefined;
 }
-
-

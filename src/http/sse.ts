@@ -162,7 +162,14 @@ export interface FrameSink extends EventSink {
  * the key is wrong (nothing written). Nothing in here yields, so no event can fall between what it
  * writes and the live events that follow.
  */
-export function subscribe(server: ServerHub, session_id: string, session_key: unknown, cursor: number | undefined, sink: FrameSink, start: () => void = () => undefined): string | undefined {
+export function subscribe(
+  server: ServerHub,
+  session_id: string,
+  session_key: unknown,
+  cursor: number | undefined,
+  sink: FrameSink,
+  start: () => void = () => undefined,
+): string | undefined {
   let attached;
   try {
     attached = server.attachSink(session_id, session_key, sink);

@@ -1,7 +1,19 @@
 // The NATS connection of the control plane and of each worker: checked at start (reachable, JetStream,
 // the steer stream) so a bad server is one line and exit 2; afterwards it reconnects for ever.
 import { connect, RequestError, type NatsConnection } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiCodes, JetStreamApiError, jetstreamManager, RetentionPolicy, StorageType, type ConsumerConfig, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerConfig,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import { systemClock, type Clock } from '../clock.ts';
 import { CONSUMER_INACTIVE_NS, consumerName, STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './wire.ts';
 import { Latch, within } from './wait.ts';
@@ -31,7 +43,16 @@ export async function openNats(url: string, name: string, clock: Clock = systemC
   let nc: NatsConnection;
   try {
     // timeout bounds the handshake (a port that accepts TCP but never speaks NATS).
-    nc = await connect({ servers: url, name, timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 250, reconnectJitter: 50, pingInterval: 2000, maxPingOut: 2 });
+    nc = await connect({
+      servers: url,
+      name,
+      timeout: 2000,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      reconnectJitter: 50,
+      pingInterval: 2000,
+      maxPingOut: 2,
+    });
   } catch (err) {
     throw new NatsStartError(`cannot reach NATS at ${url}: ${describe(err)}`);
   }

@@ -129,7 +129,10 @@ export const assignSchema = z.object({
   agent,
   limits: z.object({ parent_id: id.nullable(), depth: z.number().int().nonnegative(), can_delegate: z.boolean(), max_batch: z.number().int().min(1) }),
 });
-export const assignReplySchema = z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), reason: z.enum(['full', 'draining', 'invalid']) })]);
+export const assignReplySchema = z.union([
+  z.object({ ok: z.literal(true) }),
+  z.object({ ok: z.literal(false), reason: z.enum(['full', 'draining', 'invalid']) }),
+]);
 export const controlRequestSchema = z.object({ op: z.literal('interrupt'), epoch });
 export const steerSchema = z.object({ steer_id: id, text: z.string(), seq: z.number().int().nonnegative() });
 
@@ -162,7 +165,10 @@ export const spawnRequestSchema = z.object({
   ...from,
   delegation_id: id,
   subagent_ids: z.array(id).min(1).max(10_000),
-  tasks: z.array(z.object({ goal: z.string(), context: z.string().optional(), agent: agent.optional() })).min(1).max(10_000),
+  tasks: z
+    .array(z.object({ goal: z.string(), context: z.string().optional(), agent: agent.optional() }))
+    .min(1)
+    .max(10_000),
   timeout_ms: z.number().int().positive().optional(),
 });
 export const spawnReplySchema = z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), error: z.string() })]);

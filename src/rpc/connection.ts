@@ -242,7 +242,10 @@ export class Connection {
     if (call.id === undefined) return null;
     // A handler that built its own result text (subagent.list) and passed V8's string limit.
     if (isStringLimit(err)) return errorResponse(call.id, tooLargeError(this.#maxReplyBytes));
-    return errorResponse(call.id, toRpcError(err, (e) => this.#logger.error({ err: e, method: call.method }, 'method failed')));
+    return errorResponse(
+      call.id,
+      toRpcError(err, (e) => this.#logger.error({ err: e, method: call.method }, 'method failed')),
+    );
   }
 
   #failedMessage(err: unknown): void {

@@ -29,10 +29,18 @@ export class RpcServer extends ServerHub {
   connect(transport: Transport): Connection {
     const id = `tr_${++this.#nextConnection}`;
     const logger = this.services.logger;
-    const conn = new Connection(id, transport, METHODS, this.services, logger, () => {
-      this.#connections.delete(id);
-      this.removePeer(id);
-    }, this.limits);
+    const conn = new Connection(
+      id,
+      transport,
+      METHODS,
+      this.services,
+      logger,
+      () => {
+        this.#connections.delete(id);
+        this.removePeer(id);
+      },
+      this.limits,
+    );
     this.#connections.set(id, conn);
     this.addPeer(id, { event: (_seq, _type, text) => conn.notifyEvent(text), close: () => undefined });
     logger.info({ transport: id }, 'connection opened');

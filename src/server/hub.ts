@@ -35,7 +35,8 @@ export const MAX_MAX_REPLY_BYTES = 256 * 1024 * 1024;
 /** An integer option within [min, max]. */
 function boundedInt(name: string, value: number | undefined, fallback: number, min: number, max: number): number {
   const v = positiveInt(name, value, fallback, min);
-  if (v > max) throw new SubrunError(ErrorCode.InvalidOptions, `${name} must be at most ${max}, got ${v}`, [{ path: name, message: `expected an integer <= ${max}` }]);
+  if (v > max)
+    throw new SubrunError(ErrorCode.InvalidOptions, `${name} must be at most ${max}, got ${v}`, [{ path: name, message: `expected an integer <= ${max}` }]);
   return v;
 }
 

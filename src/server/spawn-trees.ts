@@ -89,7 +89,8 @@ export class SpawnTreeStore {
 
   async save(tree: SpawnTreeFile): Promise<{ path: string; session_id: string }> {
     const text = JSON.stringify(tree);
-    if (Buffer.byteLength(text, 'utf8') > MAX_TREE_BYTES) throw new RpcError(RpcCode.InvalidParams, `invalid params: subagents: a spawn tree may take at most ${MAX_TREE_BYTES} bytes`);
+    if (Buffer.byteLength(text, 'utf8') > MAX_TREE_BYTES)
+      throw new RpcError(RpcCode.InvalidParams, `invalid params: subagents: a spawn tree may take at most ${MAX_TREE_BYTES} bytes`);
     const dirName = tree.session_id === '' ? NO_SESSION : sessionDir(tree.session_id);
     const dir = join(this.root, dirName);
     const name = `${String(Math.round(tree.finished_at * 1000)).padStart(15, '0')}-${randomBytes(6).toString('hex')}.json`;
@@ -134,7 +135,14 @@ export class SpawnTreeStore {
       const tree = await this.#read(path).catch(() => undefined);
       // A file removed or damaged since the directory was read is left out, not an error.
       if (!tree) continue;
-      entries.push({ path, session_id: tree.session_id, started_at: tree.started_at, finished_at: tree.finished_at, label: tree.label, count: tree.subagents.length });
+      entries.push({
+        path,
+        session_id: tree.session_id,
+        started_at: tree.started_at,
+        finished_at: tree.finished_at,
+        label: tree.label,
+        count: tree.subagents.length,
+      });
     }
     return entries;
   }

@@ -110,9 +110,13 @@ describe.each([
   it('a prompt that delegates two children: parent text, thought and tool call stream; each child announced before its traffic; end_turn', async () => {
     router.parent.push(delegateBoth);
     router.child(A, say('A done'));
-    router.child(B, {
-      chunks: [toolCallChunk(0, 'r1', 'read_file', JSON.stringify({ path: 'package.json', limit: 3 })), finishChunk('tool_calls'), usageChunk(2, 2)],
-    }, say('B done'));
+    router.child(
+      B,
+      {
+        chunks: [toolCallChunk(0, 'r1', 'read_file', JSON.stringify({ path: 'package.json', limit: 3 })), finishChunk('tool_calls'), usageChunk(2, 2)],
+      },
+      say('B done'),
+    );
     const { s, sid } = await open(subagents);
     expect(await s.prompt(sid, 'split the work')).toEqual({ stopReason: 'end_turn' });
     const a = await childId(s, A, subagents);
@@ -121,22 +125,51 @@ describe.each([
     await s.until(childDone(b, subagents), 'B terminal');
 
     // The parent's own turn.
-    expect(index(s, isUpdate(sid, 'agent_thought_chunk', (u) => u.content.text === 'two independent parts'))).toBeGreaterThanOrEqual(0);
-    expect(index(s, isUpdate(sid, 'agent_message_chunk', (u) => u.content.text === 'Delegating. '))).toBeGreaterThanOrEqual(0);
+    expect(
+      index(
+        s,
+        isUpdate(sid, 'agent_thought_chunk', (u) => u.content.text === 'two independent parts'),
+      ),
+    ).toBeGreaterThanOrEqual(0);
+    expect(
+      index(
+        s,
+        isUpdate(sid, 'agent_message_chunk', (u) => u.content.text === 'Delegating. '),
+      ),
+    ).toBeGreaterThanOrEqual(0);
     const call = s.wire.find(isUpdate(sid, 'tool_call', (u) => u.title === 'delegate_task')) as WireMsg;
     expect(update(call)).toMatchObject({ kind: 'think', status: 'in_progress' });
-    expect(index(s, isUpdate(sid, 'tool_call_update', (u) => u.toolCallId === update(call)?.toolCallId && u.status === 'completed'))).toBeGreaterThan(s.wire.indexOf(call));
+    expect(
+      index(
+        s,
+        isUpdate(sid, 'tool_call_update', (u) => u.toolCallId === update(call)?.toolCallId && u.status === 'completed'),
+      ),
+    ).toBeGreaterThan(s.wire.indexOf(call));
 
-    for (const [id, goal] of [[a, A], [b, B]] as const) {
+    for (const [id, goal] of [
+      [a, A],
+      [b, B],
+    ] as const) {
       const first = s.wire.find(mentions(id)) as WireMsg;
       if (subagents) {
         // The announcement: on the parent session, the child's id, its goal, cancellable.
         expect(first.params.sessionId).toBe(sid);
-        expect(update(first)).toEqual({ sessionUpdate: 'subagent_update', sessionId: id, title: goal, description: expect.any(String), capabilities: { cancel: {} } });
+        expect(update(first)).toEqual({
+          sessionUpdate: 'subagent_update',
+          sessionId: id,
+          title: goal,
+          description: expect.any(String),
+          capabilities: { cancel: {} },
+        });
         const term = update(s.wire.find(isTerminal(id)) as WireMsg) as WireMsg;
         expect(term.state).toEqual({ state: 'idle', stopReason: 'end_turn' });
         expect(completionEntrySchema.parse(term._meta.subrun)).toMatchObject({ subagent_id: id, status: 'completed' });
-        expect(index(s, isUpdate(sid, 'subagent_update', (u) => u.sessionId === id && u.state?.state === 'running'))).toBeGreaterThan(s.wire.indexOf(first));
+        expect(
+          index(
+            s,
+            isUpdate(sid, 'subagent_update', (u) => u.sessionId === id && u.state?.state === 'running'),
+          ),
+        ).toBeGreaterThan(s.wire.indexOf(first));
       } else {
         expect(first.params.sessionId).toBe(sid);
         expect(update(first)).toMatchObject({ sessionUpdate: 'tool_call', toolCallId: id, kind: 'think', title: goal });
@@ -147,13 +180,30 @@ describe.each([
     }
     if (subagents) {
       // The children's own traffic, on their own session ids.
-      expect(index(s, isUpdate(a, 'agent_message_chunk', (u) => u.content.text === 'A done'))).toBeGreaterThan(index(s, mentions(a)));
-      expect(index(s, isUpdate(a, 'agent_thought_chunk', (u) => u.content.text === 'thinking about A done'))).toBeGreaterThan(index(s, mentions(a)));
+      expect(
+        index(
+          s,
+          isUpdate(a, 'agent_message_chunk', (u) => u.content.text === 'A done'),
+        ),
+      ).toBeGreaterThan(index(s, mentions(a)));
+      expect(
+        index(
+          s,
+          isUpdate(a, 'agent_thought_chunk', (u) => u.content.text === 'thinking about A done'),
+        ),
+      ).toBeGreaterThan(index(s, mentions(a)));
       const tool = s.wire.find(isUpdate(b, 'tool_call', (u) => u.title === 'read_file')) as WireMsg;
       expect(update(tool)).toMatchObject({ kind: 'read', status: 'in_progress' });
-      expect(index(s, isUpdate(b, 'tool_call_update', (u) => u.toolCallId === update(tool)?.toolCallId && u.status === 'completed'))).toBeGreaterThan(s.wire.indexOf(tool));
+      expect(
+        index(
+          s,
+          isUpdate(b, 'tool_call_update', (u) => u.toolCallId === update(tool)?.toolCallId && u.status === 'completed'),
+        ),
+      ).toBeGreaterThan(s.wire.indexOf(tool));
       // The SDK's client accepted every subagent_update (a malformed one would never reach it).
-      expect(s.updates.filter((n) => n.update.sessionUpdate === 'subagent_update').length).toBe(s.wire.filter((m) => update(m)?.sessionUpdate === 'subagent_update').length);
+      expect(s.updates.filter((n) => n.update.sessionUpdate === 'subagent_update').length).toBe(
+        s.wire.filter((m) => update(m)?.sessionUpdate === 'subagent_update').length,
+      );
     } else {
       // Nothing names a child session, and no subagent_update reaches a client that cannot read it.
       expect(s.wire.filter((m) => update(m)?.sessionUpdate === 'subagent_update')).toEqual([]);
@@ -191,25 +241,44 @@ describe.each([
     const steered = deferred();
     router.parent.push(delegateBoth);
     // A is held until the steer is queued; its next model call carries it.
-    router.child(A, gated({ chunks: [toolCallChunk(0, 'r1', 'list_dir', '{"path":"."}'), finishChunk('tool_calls'), usageChunk(1, 1)] }, steered.promise), say('A steered'));
+    router.child(
+      A,
+      gated({ chunks: [toolCallChunk(0, 'r1', 'list_dir', '{"path":"."}'), finishChunk('tool_calls'), usageChunk(1, 1)] }, steered.promise),
+      say('A steered'),
+    );
     router.child(B, hang);
     const { s, sid } = await open(subagents, ['--max-queued-steers', '1']);
     const p = s.prompt(sid, 'split the work');
     const a = await childId(s, A, subagents);
     const b = await childId(s, B, subagents);
-    await s.until(subagents ? isUpdate(sid, 'subagent_update', (u) => u.sessionId === a && u.state?.state === 'running') : isUpdate(sid, 'tool_call_update', (u) => u.toolCallId === a && u.status === 'in_progress'), 'A running');
+    await s.until(
+      subagents
+        ? isUpdate(sid, 'subagent_update', (u) => u.sessionId === a && u.state?.state === 'running')
+        : isUpdate(sid, 'tool_call_update', (u) => u.toolCallId === a && u.status === 'in_progress'),
+      'A running',
+    );
 
     const r = await s.conn.agent.request<Record<string, unknown>>('_subrun/steer', { sessionId: sid, subagentId: a, text: 'focus on section 5' });
     expect(r).toMatchObject({ status: 'queued', steer_id: expect.stringMatching(/^st_/) });
     steered.resolve();
     const echo = subagents
-      ? await s.until(isUpdate(a, 'user_message_chunk', (u) => u.content.text === 'focus on section 5'), 'the steer echo')
-      : await s.until(isUpdate(sid, 'tool_call_update', (u) => u.toolCallId === a && u.content?.[0]?.content?.text === 'steer delivered: focus on section 5'), 'the steer echo');
+      ? await s.until(
+          isUpdate(a, 'user_message_chunk', (u) => u.content.text === 'focus on section 5'),
+          'the steer echo',
+        )
+      : await s.until(
+          isUpdate(sid, 'tool_call_update', (u) => u.toolCallId === a && u.content?.[0]?.content?.text === 'steer delivered: focus on section 5'),
+          'the steer echo',
+        );
     expect(echo).toBeDefined();
     // The model got it in A's next request.
     expect(JSON.stringify(router.childRequests.get(A)?.[1]?.body.messages)).toContain('focus on section 5');
 
-    const code = (params: unknown) => s.conn.agent.request('_subrun/steer', params).then(() => 'answered', (e: acp.RequestError) => e.code);
+    const code = (params: unknown) =>
+      s.conn.agent.request('_subrun/steer', params).then(
+        () => 'answered',
+        (e: acp.RequestError) => e.code,
+      );
     expect(await code({ sessionId: sid, text: 'x' })).toBe(4000);
     expect(await code({ sessionId: sid, subagentId: b, text: '   ' })).toBe(4002);
     expect(await code({ sessionId: sid, subagentId: b, text: 'x'.repeat(40_000) })).toBe(4003);
@@ -293,7 +362,8 @@ describe('ordering, errors and stop reasons', () => {
   it('a prompt refused as malformed leaves no turn behind: a later cancel does not reach a valid prompt that reuses its id', async () => {
     const { s, sid } = await open(true);
     const line = (o: unknown) => `${JSON.stringify(o)}\n`;
-    const prompt = (id: number, block: Record<string, unknown>) => line({ jsonrpc: '2.0', id, method: 'session/prompt', params: { sessionId: sid, prompt: [block] } });
+    const prompt = (id: number, block: Record<string, unknown>) =>
+      line({ jsonrpc: '2.0', id, method: 'session/prompt', params: { sessionId: sid, prompt: [block] } });
     const cancel = line({ jsonrpc: '2.0', method: 'session/cancel', params: { sessionId: sid } });
     const answerTo = (id: number) => s.until((m) => responseTo(id)(m) && 'result' in m, `the answer to prompt ${id}`);
     // The refusal is written before the cancel arrives.
@@ -320,7 +390,10 @@ describe('ordering, errors and stop reasons', () => {
     const b = await childId(s, B, true);
     await s.until(isTerminal(a), 'A terminal');
     const promptOn = (sessionId: string) =>
-      s.conn.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hi' }] }).then(() => 'answered', (e: acp.RequestError) => e.code);
+      s.conn.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hi' }] }).then(
+        () => 'answered',
+        (e: acp.RequestError) => e.code,
+      );
     // A live child still cannot be prompted; a finished one is an unknown session.
     expect(await promptOn(b)).toBe(-32602);
     await s.conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: a });

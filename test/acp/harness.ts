@@ -134,13 +134,14 @@ export const isUpdate =
 export const isAnnounce = (goal: string) => (m: WireMsg) => update(m)?.sessionUpdate === 'subagent_update' && update(m)?.title === goal;
 
 /** The tool call standing for the child with this goal (clients without `subagents`). */
-export const isChildCall = (goal: string) => (m: WireMsg) => update(m)?.sessionUpdate === 'tool_call' && update(m)?.kind === 'think' && update(m)?.title === goal;
+export const isChildCall = (goal: string) => (m: WireMsg) =>
+  update(m)?.sessionUpdate === 'tool_call' && update(m)?.kind === 'think' && update(m)?.title === goal;
 
 /** Whether a wire message concerns child `id` (on its session, or naming it). */
-export const mentions = (id: string) => (m: WireMsg) =>
-  m.params?.sessionId === id || update(m)?.sessionId === id || update(m)?.toolCallId === id;
+export const mentions = (id: string) => (m: WireMsg) => m.params?.sessionId === id || update(m)?.sessionId === id || update(m)?.toolCallId === id;
 
-export const isTerminal = (id: string) => (m: WireMsg) => update(m)?.sessionUpdate === 'subagent_update' && update(m)?.sessionId === id && update(m)?.state?.state === 'idle';
+export const isTerminal = (id: string) => (m: WireMsg) =>
+  update(m)?.sessionUpdate === 'subagent_update' && update(m)?.sessionId === id && update(m)?.state?.state === 'idle';
 
 export const isCallDone = (id: string) => (m: WireMsg) =>
   update(m)?.sessionUpdate === 'tool_call_update' && update(m)?.toolCallId === id && ['completed', 'failed'].includes(update(m)?.status as string);

@@ -39,7 +39,8 @@ describe.each([true, false])('AcpSession (subagents: %s)', (visible) => {
     const { session_id } = await link.call('session.create', {});
     const send = (sid: string, u: SessionUpdate) => {
       const state = u.sessionUpdate === 'subagent_update' ? u.state : undefined;
-      if ((state && state.state === 'idle') || (u.sessionUpdate === 'tool_call_update' && (u.status === 'failed' || u.status === 'completed'))) log.push(`terminal ${sid}`);
+      if ((state && state.state === 'idle') || (u.sessionUpdate === 'tool_call_update' && (u.status === 'failed' || u.status === 'completed')))
+        log.push(`terminal ${sid}`);
     };
     const session = new AcpSession(session_id, visible, link, send, silentLogger);
     made.push(session);
@@ -87,7 +88,11 @@ describe.each([true, false])('AcpSession (subagents: %s)', (visible) => {
     const session = new AcpSession(session_id, visible, link, send, silentLogger);
     const quick: Runner = { model: 'quick', run: async () => ({ status: 'completed', summary: 'done' }) };
     const owner = { owner: { session_id, transport: 'test', generation: 1 } };
-    for (let i = 0; i < 25; i++) server.runtime.delegate(Array.from({ length: 2 }, (_, j) => ({ goal: `task ${i}.${j}`, runner: quick })), owner);
+    for (let i = 0; i < 25; i++)
+      server.runtime.delegate(
+        Array.from({ length: 2 }, (_, j) => ({ goal: `task ${i}.${j}`, runner: quick })),
+        owner,
+      );
     await done.promise;
     expect(new Set(terminals).size).toBe(50);
     expect(session.held()).toEqual({ children: 0, turns: 0, ends: 0 });

@@ -83,9 +83,7 @@ interface Setup {
   runner: ReturnType<typeof openaiRunner>;
 }
 
-function setup(
-  opts: { tools?: readonly Tool[]; max_iterations?: number; clock?: Clock; endpoint?: Partial<OpenAIRunnerConfig['endpoint']> } = {},
-): Setup {
+function setup(opts: { tools?: readonly Tool[]; max_iterations?: number; clock?: Clock; endpoint?: Partial<OpenAIRunnerConfig['endpoint']> } = {}): Setup {
   const rt = createRuntime({ ids: counterIds(), ...(opts.clock ? { clock: opts.clock } : {}) });
   runtimes.push(rt);
   const events: EventEnvelope[] = [];
@@ -115,8 +113,10 @@ function setup(
   };
 }
 
-const is = (type: string, id: string, extra: (e: EventEnvelope) => boolean = () => true) => (e: EventEnvelope) =>
-  e.type === type && e.subagent_id === id && extra(e);
+const is =
+  (type: string, id: string, extra: (e: EventEnvelope) => boolean = () => true) =>
+  (e: EventEnvelope) =>
+    e.type === type && e.subagent_id === id && extra(e);
 
 const steerText = (text: string) => `${STEER_OPEN}\n${text}\n${STEER_CLOSE}`;
 const messagesOf = (i: number): Msg[] => (model.requests[i] as RecordedRequest).body.messages;
@@ -443,7 +443,13 @@ describe('openai runner: the tool loop', () => {
     const a = openaiRunner({ endpoint: { base_url: model.url, model: 'm' }, tools: [measure] });
     const b = openaiRunner({ endpoint: { base_url: model.url, model: 'm' }, tools: [shout] });
 
-    model.reply(callTools([{ name: 'measure', args: { n: 4 }, id: 'm1' }, { name: 'shout', args: { text: 'x' }, id: 'm2' }]), answer('a done'));
+    model.reply(
+      callTools([
+        { name: 'measure', args: { n: 4 }, id: 'm1' },
+        { name: 'shout', args: { text: 'x' }, id: 'm2' },
+      ]),
+      answer('a done'),
+    );
     const ea = await s.start('runner a', a).entry;
     model.reply(callTools([{ name: 'shout', args: { text: 'hey' }, id: 's1' }]), answer('b done'));
     const eb = await s.start('runner b', b).entry;
@@ -570,13 +576,16 @@ describe('openai runner: workspace tools', () => {
     const lines = Array.from({ length: 20_000 }, (_, i) => `line ${i + 1} ${'x'.repeat(20)}`);
     await writeFile(join(ws, 'big.txt'), `${lines.join('\n')}\n`);
     const huge = defineTool({ name: 'huge', description: 'Big output.', schema: z.strictObject({}), handler: () => 'y'.repeat(MAX_TOOL_OUTPUT_CHARS + 500) });
-    const { result } = await runCalls([...workspaceTools(ws), huge], [
-      { name: 'list_dir', args: { path: 'many' }, id: 'list' },
-      { name: 'search_text', args: { pattern: 'hit', path: 'many' }, id: 'search' },
-      { name: 'read_file', args: { path: 'big.txt' }, id: 'read' },
-      { name: 'read_file', args: { path: 'big.txt', offset: 19_999, limit: 2 }, id: 'tail' },
-      { name: 'huge', args: {}, id: 'huge' },
-    ]);
+    const { result } = await runCalls(
+      [...workspaceTools(ws), huge],
+      [
+        { name: 'list_dir', args: { path: 'many' }, id: 'list' },
+        { name: 'search_text', args: { pattern: 'hit', path: 'many' }, id: 'search' },
+        { name: 'read_file', args: { path: 'big.txt' }, id: 'read' },
+        { name: 'read_file', args: { path: 'big.txt', offset: 19_999, limit: 2 }, id: 'tail' },
+        { name: 'huge', args: {}, id: 'huge' },
+      ],
+    );
     const list = result('list').split('\n');
     expect(list).toHaveLength(501);
     expect(list.at(-1)).toBe('[10 more entries]');
@@ -702,7 +711,11 @@ describe('openai runner: retries and failures', () => {
   it('5xx retries back off exponentially and give up after max_retries with a clear error', async () => {
     const clock = new WatchedClock();
     const s = setup({ clock, endpoint: { retry_base_ms: 100, max_retries: 2 } });
-    model.reply({ status: 502, body: 'bad gateway' }, { status: 503, body: 'busy' }, { status: 500, body: JSON.stringify({ error: { message: 'boom inside' } }) });
+    model.reply(
+      { status: 502, body: 'bad gateway' },
+      { status: 503, body: 'busy' },
+      { status: 500, body: JSON.stringify({ error: { message: 'boom inside' } }) },
+    );
     const c = s.start('down');
     await clock.timerSet(100);
     await clock.advance(100);
@@ -833,7 +846,10 @@ describe('openai runner: interrupts', () => {
   it('a steer taken into a request that was then interrupted comes back in missed_steer, never delivered', async () => {
     const s = setup({ tools: [echo] });
     const hold = deferred();
-    model.reply({ ...callTools([{ name: 'echo', args: { text: 'a' }, id: 'c1' }]), gates: { 0: hold.promise } }, { chunks: [textChunk('thinking about your note')], hang: true });
+    model.reply(
+      { ...callTools([{ name: 'echo', args: { text: 'a' }, id: 'c1' }]), gates: { 0: hold.promise } },
+      { chunks: [textChunk('thinking about your note')], hang: true },
+    );
     const c = s.start('steer then stop');
     await model.waitForRequests(1);
     s.rt.steer(c.id, 'use the other file');

@@ -118,7 +118,14 @@ describe('parent agent: prompt.submit', () => {
     );
     const turn = await e.submit('  say hi  ');
     const done = await e.completeOf(turn);
-    expect(done).toEqual({ turn_id: turn, status: 'complete', text: 'All good.', api_calls: 2, tokens: { input: 70, output: 10 }, usage: { input: 70, output: 10, total: 80, calls: 2 } });
+    expect(done).toEqual({
+      turn_id: turn,
+      status: 'complete',
+      text: 'All good.',
+      api_calls: 2,
+      tokens: { input: 70, output: 10 },
+      usage: { input: 70, output: 10, total: 80, calls: 2 },
+    });
     // The turn began streaming with one message.start, before anything else of it.
     const starts = e.client.events.filter((x) => x.type === 'message.start');
     expect(starts.map((x) => x.payload)).toEqual([{}]);
@@ -137,7 +144,15 @@ describe('parent agent: prompt.submit', () => {
     const complete = ofTurn(e.client, turn).find((x) => x.type === 'tool.complete') as WireEvent;
     // hermes' shapes: the model's tool-call id, the function name, the arguments as an object.
     expect(start.payload).toEqual({ turn_id: turn, tool_id: 'p1', name: 'echo', args: { text: 'hi' }, preview: '{"text":"hi"}' });
-    expect(complete.payload).toEqual({ turn_id: turn, tool_id: 'p1', name: 'echo', args: { text: 'hi' }, ok: true, duration_s: expect.any(Number), preview: 'echo: hi' });
+    expect(complete.payload).toEqual({
+      turn_id: turn,
+      tool_id: 'p1',
+      name: 'echo',
+      args: { text: 'hi' },
+      ok: true,
+      duration_s: expect.any(Number),
+      preview: 'echo: hi',
+    });
     for (const x of ofTurn(e.client, turn)) expect(x.session_id).toBe(e.session_id);
 
     // The parent's prompt: its own system prompt, the user's text (trimmed), its tools.
@@ -198,7 +213,7 @@ describe('parent agent: prompt.submit', () => {
 // ---- delegate_task ----
 
 describe('parent agent: delegate_task', () => {
-  it('spawns children on the same model; a child finishing arrives in the parent\'s next request as a user message', async () => {
+  it("spawns children on the same model; a child finishing arrives in the parent's next request as a user message", async () => {
     const e = await env();
     const parentWaiting = deferred();
     e.router.parent.push(
@@ -244,10 +259,14 @@ describe('parent agent: delegate_task', () => {
   it('list shows only its own children; steer and stop work on them and refuse foreign ones, answering in words', async () => {
     const e = await env();
     // Foreign children: one the host spawned in this session, one of another session.
-    const { subagent_ids: [sameSession] } = await ok(e.client, 'delegation.spawn', { session_id: e.session_id, tasks: [{ goal: 'host job', agent: HANG }] });
+    const {
+      subagent_ids: [sameSession],
+    } = await ok(e.client, 'delegation.spawn', { session_id: e.session_id, tasks: [{ goal: 'host job', agent: HANG }] });
     const other = connectMemory(e.server).client;
     const otherSession = await ok(other, 'session.create', {});
-    const { subagent_ids: [otherSessionChild] } = await ok(other, 'delegation.spawn', { session_id: otherSession.session_id, tasks: [{ goal: 'other job', agent: HANG }] });
+    const {
+      subagent_ids: [otherSessionChild],
+    } = await ok(other, 'delegation.spawn', { session_id: otherSession.session_id, tasks: [{ goal: 'other job', agent: HANG }] });
     const F1 = sameSession as string;
     const F2 = otherSessionChild as string;
 
@@ -407,10 +426,8 @@ describe('parent agent: session.steer and session.interrupt', () => {
 
   it('session.steer while the parent waits for its children wakes it: the steer reaches a new model call', async () => {
     const e = await env();
-    e.router.parent.push(
-      callTools([{ name: 'delegate_task', args: { tasks: [{ goal: 'endless' }] }, id: 'd1' }]),
-      answer('Waiting for the subagent.'),
-      () => callTools([{ name: 'delegate_task', args: { action: 'stop', subagent_id: e.idOf('endless') }, id: 'stop' }]),
+    e.router.parent.push(callTools([{ name: 'delegate_task', args: { tasks: [{ goal: 'endless' }] }, id: 'd1' }]), answer('Waiting for the subagent.'), () =>
+      callTools([{ name: 'delegate_task', args: { action: 'stop', subagent_id: e.idOf('endless') }, id: 'stop' }]),
     );
     e.router.parentFallback = (req) => (completionMessages(req).length >= 1 ? answer('Stopped it, as asked.') : answer('waiting'));
     e.router.child('endless', { chunks: [textChunk('working forever')], hang: true });
@@ -454,7 +471,7 @@ describe('parent agent: session.steer and session.interrupt', () => {
     e.checkEvents();
   });
 
-  it('session.interrupt stops the turn (message.complete interrupted, with the text so far) and the session\'s children', async () => {
+  it("session.interrupt stops the turn (message.complete interrupted, with the text so far) and the session's children", async () => {
     const e = await env();
     e.router.parent.push(callTools([{ name: 'delegate_task', args: { tasks: [{ goal: 'slow' }] }, id: 'd1' }]), {
       chunks: [textChunk('Still thinking')],
@@ -474,7 +491,13 @@ describe('parent agent: session.steer and session.interrupt', () => {
     await e.router.parentRequests[1]?.aborted;
     await e.router.childRequests.get('slow')?.[0]?.aborted;
     // Nothing left to stop; and a new turn can start.
-    expect(await ok(e.client, 'session.interrupt', { session_id: e.session_id })).toEqual({ session_id: e.session_id, status: 'not_interrupted', interrupted: false, turn_interrupted: false, stopped: [] });
+    expect(await ok(e.client, 'session.interrupt', { session_id: e.session_id })).toEqual({
+      session_id: e.session_id,
+      status: 'not_interrupted',
+      interrupted: false,
+      turn_interrupted: false,
+      stopped: [],
+    });
     e.router.parent.push(answer('fresh start'));
     const t2 = await e.submit('again');
     expect((await e.completeOf(t2)).text).toBe('fresh start');
@@ -484,10 +507,13 @@ describe('parent agent: session.steer and session.interrupt', () => {
   it('a steer taken into a call that is then interrupted comes back as missed_steer', async () => {
     const e = await env();
     const hold = deferred();
-    e.router.parent.push({ ...callTools([{ name: 'echo', args: { text: 'x' }, id: 'p1' }]), gates: { 0: hold.promise } }, {
-      chunks: [textChunk('on it')],
-      hang: true,
-    });
+    e.router.parent.push(
+      { ...callTools([{ name: 'echo', args: { text: 'x' }, id: 'p1' }]), gates: { 0: hold.promise } },
+      {
+        chunks: [textChunk('on it')],
+        hang: true,
+      },
+    );
     const turn = await e.submit('work');
     await model.waitForRequests(1);
     await ok(e.client, 'session.steer', { session_id: e.session_id, text: 'switch to plan B' });
@@ -535,7 +561,10 @@ describe('parent agent: configuration', () => {
   it('agent {kind: "openai", model} on a server with a model runs the child on that model', async () => {
     const e = await env();
     e.router.child('host task', answer('done by other'));
-    const r = await ok(e.client, 'delegation.spawn', { session_id: e.session_id, tasks: [{ goal: 'host task', agent: { kind: 'openai', model: 'other-model' } }] });
+    const r = await ok(e.client, 'delegation.spawn', {
+      session_id: e.session_id,
+      tasks: [{ goal: 'host task', agent: { kind: 'openai', model: 'other-model' } }],
+    });
     const id = r.subagent_ids[0] as string;
     const entry = wireEntry((await e.client.waitForEvent(isEvent('subagent.complete', id))).payload) as unknown as CompletionEntry;
     expect(entry).toMatchObject({ status: 'completed', summary: 'done by other', model: 'other-model' });

@@ -48,11 +48,14 @@ describe('preview', () => {
       },
     });
     expect(preview(getter)).toBe('[unprintable]');
-    const proxy = new Proxy({}, {
-      ownKeys() {
-        throw new Error('no');
+    const proxy = new Proxy(
+      {},
+      {
+        ownKeys() {
+          throw new Error('no');
+        },
       },
-    });
+    );
     expect(preview(proxy)).toBe('[unprintable]');
     expect(preview({ n: 10n })).toBe('{"n":10n}');
     const endless = { toJSON: (): unknown => ({ toJSON: endless.toJSON }) };
@@ -76,11 +79,23 @@ describe('children whose tool arguments are nested 5,000 deep', () => {
     const { rt, events } = runtimeHarness();
     const deep = [deepArray(5_000), deepObject(5_000)];
     const h = rt.delegate(
-      deep.map((args, i) => ({ goal: `deep args ${i}`, agent: { kind: 'scripted', steps: [{ op: 'tool', name: 'deep', args, result: 'fine' }, { op: 'finish', summary: 'ok' }] } })),
+      deep.map((args, i) => ({
+        goal: `deep args ${i}`,
+        agent: {
+          kind: 'scripted',
+          steps: [
+            { op: 'tool', name: 'deep', args, result: 'fine' },
+            { op: 'finish', summary: 'ok' },
+          ],
+        },
+      })),
     );
     await flush();
     const entries = await h.results;
-    expect(entries.map((e) => [e.status, e.summary])).toEqual([['completed', 'ok'], ['completed', 'ok']]);
+    expect(entries.map((e) => [e.status, e.summary])).toEqual([
+      ['completed', 'ok'],
+      ['completed', 'ok'],
+    ]);
     const previews = h.subagent_ids.map((id) => String(events.find((e) => e.type === 'subagent.tool' && e.subagent_id === id)?.preview));
     expect(previews[0]).toMatch(/^\[\[\[/);
     expect(previews[1]).toMatch(/^\{"a":\{"a":/);

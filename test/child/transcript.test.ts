@@ -274,9 +274,7 @@ describe('Transcript', () => {
     const piece = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 40 }),
       fc.string({ unit: 'grapheme', maxLength: 20 }),
-      fc
-        .tuple(fc.constantFrom('a', 'é', '€', '😀', '\n', 'ab€'), fc.integer({ min: 1, max: 9000 }))
-        .map(([s, n]) => s.repeat(n)),
+      fc.tuple(fc.constantFrom('a', 'é', '€', '😀', '\n', 'ab€'), fc.integer({ min: 1, max: 9000 })).map(([s, n]) => s.repeat(n)),
     );
 
     it('random-size writes: the window, the offset and truncated match the full history', () => {

@@ -79,7 +79,14 @@ describe('subrun serve: flags and their environment twins', () => {
       SUBRUN_PARK_TTL_MS: '1234',
     });
     const info = await call<{ limits: Record<string, number> }>(peer, 'server.info');
-    expect(info.limits).toMatchObject({ max_concurrent_children: 7, max_message_bytes: 2048, max_spawn_depth: 4, park_ttl_ms: 1234, max_batch: 9, max_reply_bytes: 5000 });
+    expect(info.limits).toMatchObject({
+      max_concurrent_children: 7,
+      max_message_bytes: 2048,
+      max_spawn_depth: 4,
+      park_ttl_ms: 1234,
+      max_batch: 9,
+      max_reply_bytes: 5000,
+    });
   });
 
   it('SUBRUN_TOKEN is the WebSocket token when --token is absent', async () => {
@@ -151,21 +158,19 @@ describe('the shell client against a live serve --ws', () => {
 
   /** `subrun call ...` against the server, attached to the session unless told otherwise. */
   const cli = (args: string[], opts: { attach?: boolean; env?: Record<string, string> } = {}) =>
-    runSubrun(
-      ['call', ...args, '--url', url, '--token', TOKEN, ...(opts.attach === false ? [] : ['--session', session_id, '--key', session_key])],
-      opts.env,
-    );
+    runSubrun(['call', ...args, '--url', url, '--token', TOKEN, ...(opts.attach === false ? [] : ['--session', session_id, '--key', session_key])], opts.env);
   const json = (r: { code: number | null; stdout: string; stderr: string }) => {
     expect(r.code, r.stderr).toBe(0);
     return JSON.parse(r.stdout) as Record<string, unknown>;
   };
   /** The watcher's next printed event of this type (consumed). */
-  const watched = async (type: string) => JSON.parse(await (watcher as Proc).stdout.take((l) => JSON.parse(l).type === type, 20_000, type)) as {
-    type: string;
-    session_id: string;
-    seq: number;
-    payload: Record<string, unknown>;
-  };
+  const watched = async (type: string) =>
+    JSON.parse(await (watcher as Proc).stdout.take((l) => JSON.parse(l).type === type, 20_000, type)) as {
+      type: string;
+      session_id: string;
+      seq: number;
+      payload: Record<string, unknown>;
+    };
 
   beforeAll(async () => {
     server = await startWsServer([], { token: TOKEN });
@@ -191,7 +196,12 @@ describe('the shell client against a live serve --ws', () => {
       await cli([
         'delegation.spawn',
         JSON.stringify({
-          tasks: [{ goal: 'wait for a steer', agent: { kind: 'scripted', steps: [{ op: 'say', text: 'ready' }, { op: 'wait_steer' }, { op: 'say', text: 'after steer' }, { op: 'hang' }] } }],
+          tasks: [
+            {
+              goal: 'wait for a steer',
+              agent: { kind: 'scripted', steps: [{ op: 'say', text: 'ready' }, { op: 'wait_steer' }, { op: 'say', text: 'after steer' }, { op: 'hang' }] },
+            },
+          ],
         }),
       ]),
     );
@@ -299,7 +309,11 @@ describe('subrun watch: events that arrive with the attach reply', () => {
         ws.on('message', (data) => {
           const msg = JSON.parse(String(data)) as { id: number; method: string; params: { session_id: string } };
           const reply = { jsonrpc: '2.0', id: msg.id, result: { session_id: msg.params.session_id, generation: 1, live_subagents: 1 } };
-          const event = (seq: number) => ({ jsonrpc: '2.0', method: 'event', params: { type: 'subagent.text', session_id: 'ses_x', seq, ts: 1, payload: { text: `e${seq}` } } });
+          const event = (seq: number) => ({
+            jsonrpc: '2.0',
+            method: 'event',
+            params: { type: 'subagent.text', session_id: 'ses_x', seq, ts: 1, payload: { text: `e${seq}` } },
+          });
           const frame = (o: unknown) => {
             // One unmasked FIN text frame (server to client), built by hand.
             const payload = Buffer.from(JSON.stringify(o));

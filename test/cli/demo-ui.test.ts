@@ -27,7 +27,9 @@ describe('subrun demo --ui', () => {
     expect(await page.text()).toContain('/ui/app.js');
 
     await proc.stdout.take((l) => l.includes('the story is over'), 30_000, 'the end of the story');
-    const res = await fetch(new URL(`/v1/sessions/${sid}/subagents?include_finished=true`, link), { headers: { Authorization: `Bearer ${token}`, 'X-Subrun-Session-Key': key } });
+    const res = await fetch(new URL(`/v1/sessions/${sid}/subagents?include_finished=true`, link), {
+      headers: { Authorization: `Bearer ${token}`, 'X-Subrun-Session-Key': key },
+    });
     const { subagents } = (await res.json()) as { subagents: Array<{ subagent_id: string; parent_id: string | null; goal: string; status: string }> };
     const byGoal = Object.fromEntries(subagents.map((s) => [s.goal.split(':')[0], s]));
     expect(subagents).toHaveLength(4);
@@ -36,7 +38,9 @@ describe('subrun demo --ui', () => {
     expect(byGoal.crawl?.status).toBe('interrupted');
     expect(byGoal['crawl page 2']).toMatchObject({ status: 'interrupted', parent_id: byGoal.crawl?.subagent_id });
     // The steers went over HTTP: one delivered (no miss on research), one missed.
-    expect(proc.stdout.all.join('\n')).toMatch(new RegExp(`${byGoal.summarize?.subagent_id} finished: completed \\(missed_steer: "Keep it under 100 words."\\)`));
+    expect(proc.stdout.all.join('\n')).toMatch(
+      new RegExp(`${byGoal.summarize?.subagent_id} finished: completed \\(missed_steer: "Keep it under 100 words."\\)`),
+    );
     expect(proc.stdout.all.join('\n')).toMatch(new RegExp(`${byGoal.research?.subagent_id} finished: completed\\n`));
 
     proc.child.kill('SIGINT');

@@ -65,7 +65,13 @@ describe('modelConfig: flags and environment twins', () => {
       SUBRUN_MODEL: 'm',
     });
     expect(both?.endpoint).toMatchObject({ base_url: 'http://subrun.example/v1', api_key: 'sk-subrun' });
-    const empty = config([], { SUBRUN_BASE_URL: '', OPENAI_BASE_URL: 'http://openai.example/v1', SUBRUN_API_KEY: '', OPENAI_API_KEY: 'sk-openai', SUBRUN_MODEL: 'm' });
+    const empty = config([], {
+      SUBRUN_BASE_URL: '',
+      OPENAI_BASE_URL: 'http://openai.example/v1',
+      SUBRUN_API_KEY: '',
+      OPENAI_API_KEY: 'sk-openai',
+      SUBRUN_MODEL: 'm',
+    });
     expect(empty?.endpoint).toMatchObject({ base_url: 'http://openai.example/v1', api_key: 'sk-openai' });
   });
 
@@ -131,7 +137,12 @@ describe('subrun serve: a bad model configuration is refused at start', () => {
   });
 
   it.concurrent.each<{ name: string; args: string[]; env: Record<string, string>; names: string[] }>([
-    { name: '--default-runner openai without a model', args: ['serve', '--stdio', '--default-runner', 'openai'], env: {}, names: ['--default-runner', '--base-url', '--model'] },
+    {
+      name: '--default-runner openai without a model',
+      args: ['serve', '--stdio', '--default-runner', 'openai'],
+      env: {},
+      names: ['--default-runner', '--base-url', '--model'],
+    },
     { name: '--model without --base-url', args: ['serve', '--stdio', '--model', 'm'], env: {}, names: ['--model', '--base-url'] },
     { name: 'a --base-url that is not a URL', args: ['serve', '--stdio', '--base-url', 'not-a-url', '--model', 'm'], env: {}, names: ['--base-url'] },
     { name: '--base-url without --model', args: ['serve', '--stdio', '--base-url', 'http://127.0.0.1:9/v1'], env: {}, names: ['--model'] },
@@ -146,7 +157,6 @@ describe('subrun serve: a bad model configuration is refused at start', () => {
     expect(lines[0]).toMatch(/^subrun: /);
     for (const name of names) expect(lines[0]).toContain(name);
   });
-
 });
 
 describe('subrun serve: a model configuration at start', () => {

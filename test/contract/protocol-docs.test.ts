@@ -12,7 +12,9 @@ const knownCodes = new Set<number>(Object.values(RpcCode));
 function check(kind: string, arg: string | undefined, value: unknown): void {
   switch (kind) {
     case 'request': {
-      const env = z.strictObject({ jsonrpc: z.literal('2.0'), id: rpcId, method: z.string(), params: z.record(z.string(), z.unknown()).optional() }).parse(value);
+      const env = z
+        .strictObject({ jsonrpc: z.literal('2.0'), id: rpcId, method: z.string(), params: z.record(z.string(), z.unknown()).optional() })
+        .parse(value);
       expect(env.method).toBe(arg);
       paramsSchemas[env.method as MethodName].parse(env.params ?? {});
       return;
@@ -24,7 +26,11 @@ function check(kind: string, arg: string | undefined, value: unknown): void {
     }
     case 'error': {
       const env = z
-        .strictObject({ jsonrpc: z.literal('2.0'), id: rpcId, error: z.strictObject({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }) })
+        .strictObject({
+          jsonrpc: z.literal('2.0'),
+          id: rpcId,
+          error: z.strictObject({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
+        })
         .parse(value);
       expect(knownCodes.has(env.error.code), `code ${env.error.code} is in the table`).toBe(true);
       return;
@@ -48,8 +54,14 @@ const blocks = [...doc.matchAll(/^```json([^\n]*)\n([\s\S]*?)^```/gm)].map((m) =
 describe('docs/protocol.md JSON examples', () => {
   it('shows a request and a response for every method', () => {
     for (const method of Object.keys(paramsSchemas)) {
-      expect(blocks.some((b) => b.kind === 'request' && b.arg === method), `request ${method}`).toBe(true);
-      expect(blocks.some((b) => b.kind === 'response' && b.arg === method), `response ${method}`).toBe(true);
+      expect(
+        blocks.some((b) => b.kind === 'request' && b.arg === method),
+        `request ${method}`,
+      ).toBe(true);
+      expect(
+        blocks.some((b) => b.kind === 'response' && b.arg === method),
+        `response ${method}`,
+      ).toBe(true);
     }
   });
 

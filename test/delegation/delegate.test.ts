@@ -1,5 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { createRuntime, ErrorCode, isSubrunError, type SubrunError, type CompletionEntry, type Owner, type RunOutcome, type Runner, type RunnerContext, type RuntimeOptions, type Step, type TaskSpec } from '../../src/index.ts';
+import {
+  createRuntime,
+  ErrorCode,
+  isSubrunError,
+  type SubrunError,
+  type CompletionEntry,
+  type Owner,
+  type RunOutcome,
+  type Runner,
+  type RunnerContext,
+  type RuntimeOptions,
+  type Step,
+  type TaskSpec,
+} from '../../src/index.ts';
 import { flush } from '../helpers/manual-clock.ts';
 import { runtimeHarness } from '../helpers/runtime-harness.ts';
 
@@ -274,7 +287,15 @@ describe('dispatch and results', () => {
     const snaps = new Map(rt.list({ include_finished: true }).map((s) => [s.subagent_id, s]));
     const sub = events.filter((e) => e.type.startsWith('subagent.'));
     const types = new Set(sub.map((e) => e.type));
-    for (const t of ['subagent.spawn_requested', 'subagent.start', 'subagent.thinking', 'subagent.tool', 'subagent.text', 'subagent.steer.delivered', 'subagent.complete']) {
+    for (const t of [
+      'subagent.spawn_requested',
+      'subagent.start',
+      'subagent.thinking',
+      'subagent.tool',
+      'subagent.text',
+      'subagent.steer.delivered',
+      'subagent.complete',
+    ]) {
       expect(types.has(t)).toBe(true);
     }
     const gc = [...snaps.values()].find((s) => s.goal === 'grandchild')!;
@@ -344,7 +365,13 @@ describe('concurrency', () => {
 
   it('a waiting parent holds no slot its children need (cap 1, nested spawn does not deadlock)', async () => {
     const { rt } = setup({ max_concurrent_children: 1, max_spawn_depth: 2 });
-    const h = rt.delegate([task('parent', { op: 'spawn', tasks: [{ goal: 'child', agent: { kind: 'scripted', steps: [{ op: 'say', text: 'child ran' }] } }] }, { op: 'say', text: 'parent done' })]);
+    const h = rt.delegate([
+      task(
+        'parent',
+        { op: 'spawn', tasks: [{ goal: 'child', agent: { kind: 'scripted', steps: [{ op: 'say', text: 'child ran' }] } }] },
+        { op: 'say', text: 'parent done' },
+      ),
+    ]);
     const [entry] = await h.results;
     expect(entry).toMatchObject({ status: 'completed', summary: 'parent done' });
     expect(rt.tail(h.subagent_ids[0]!).text).toMatch(/\[child sa_\d+\] completed: child ran/);
@@ -501,7 +528,10 @@ describe('runner outcomes', () => {
 
   it('a runner reporting failed gives status failed with its error and exit_reason', async () => {
     const { rt } = setup();
-    const r: Runner = { model: 'm', run: async () => ({ status: 'failed', error: 'could not find the file', exit_reason: 'max_iterations', summary: 'tried' }) };
+    const r: Runner = {
+      model: 'm',
+      run: async () => ({ status: 'failed', error: 'could not find the file', exit_reason: 'max_iterations', summary: 'tried' }),
+    };
     const [entry] = await rt.delegate([{ goal: 'x', runner: r }]).results;
     expect(entry).toMatchObject({ status: 'failed', error: 'could not find the file', exit_reason: 'max_iterations', summary: 'tried' });
   });
@@ -673,10 +703,9 @@ describe('pause', () => {
 
   it('a nested spawn step fails while its session is paused; running children go on', async () => {
     const { rt, of } = setup({ max_spawn_depth: 2 });
-    const h = rt.delegate(
-      [task('nester', { op: 'wait_steer' }, { op: 'spawn', tasks: [{ goal: 'nested' }] }, { op: 'say', text: 'went on' })],
-      { owner: OWNER },
-    );
+    const h = rt.delegate([task('nester', { op: 'wait_steer' }, { op: 'spawn', tasks: [{ goal: 'nested' }] }, { op: 'say', text: 'went on' })], {
+      owner: OWNER,
+    });
     await flush();
     rt.setPaused('sess_1', true);
     rt.steer(h.subagent_ids[0]!, 'now spawn');
@@ -692,7 +721,13 @@ describe('the runner context', () => {
     const { rt } = setup();
     const early = manualRunner();
     const late = manualRunner();
-    const h = rt.delegate([{ goal: 'reads its signal first', runner: early.runner }, { goal: 'reads it only after', runner: late.runner }], { owner: OWNER });
+    const h = rt.delegate(
+      [
+        { goal: 'reads its signal first', runner: early.runner },
+        { goal: 'reads it only after', runner: late.runner },
+      ],
+      { owner: OWNER },
+    );
     await flush();
     const before = early.state.ctx?.signal as AbortSignal;
     expect(before.aborted).toBe(false);
@@ -732,7 +767,13 @@ describe('the runner context', () => {
     const { rt } = setup();
     const a = manualRunner();
     const b = manualRunner();
-    const h = rt.delegate([{ goal: 'a', runner: a.runner }, { goal: 'b', runner: b.runner }], { owner: OWNER });
+    const h = rt.delegate(
+      [
+        { goal: 'a', runner: a.runner },
+        { goal: 'b', runner: b.runner },
+      ],
+      { owner: OWNER },
+    );
     await flush();
     const [ca, cb] = [a.state.ctx as RunnerContext, b.state.ctx as RunnerContext];
     expect(ca).not.toBe(cb);

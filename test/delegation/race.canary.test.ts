@@ -230,7 +230,12 @@ describe('the core rescues a runner that forgets its pending_steer (deliberately
     max_spawn_depth: 1,
     max_concurrent_children: 2,
     root: [{ goal: 'g', agent: { kind: 'twophase', rounds: 2, handBack: 'none' } }],
-    clients: [[{ op: 'steer', pick: 0 }, { op: 'interrupt', pick: 0 }]],
+    clients: [
+      [
+        { op: 'steer', pick: 0 },
+        { op: 'interrupt', pick: 0 },
+      ],
+    ],
   };
 
   test('a steer taken, then the runner stopped before confirming and handing nothing back: listed in missed_steer', async () => {

@@ -115,7 +115,13 @@ describe('every interleaving of a small script', () => {
       return { A: fate('A'), B: fate('B'), found, status: found ? 'interrupted' : 'completed' };
     };
     const { runs, traces } = await exploreOneChild(
-      { kind: 'scripted', steps: [{ op: 'tool', name: 'grep' }, { op: 'finish', summary: 'done' }] },
+      {
+        kind: 'scripted',
+        steps: [
+          { op: 'tool', name: 'grep' },
+          { op: 'finish', summary: 'done' },
+        ],
+      },
       oracle,
     );
     // Independently: the interrupt before `tool` leaves the chain tool<complete (5!/3! = 20 orders);

@@ -81,8 +81,8 @@ test('the generated runs reach every outcome the property checks', () => {
 
 // Spawns racing interrupts: every first-level child spawns (a scripted spawn step, or a stubborn
 // runner that spawns without looking at its signal) and the clients mostly interrupt.
-const spawnerArb: fc.Arbitrary<TaskGen> = taskArb(0, { twophase: false }).filter((t) =>
-  t.agent.kind === 'stubborn' || (t.agent.kind === 'scripted' && t.agent.steps.some((st) => st.op === 'spawn')),
+const spawnerArb: fc.Arbitrary<TaskGen> = taskArb(0, { twophase: false }).filter(
+  (t) => t.agent.kind === 'stubborn' || (t.agent.kind === 'scripted' && t.agent.steps.some((st) => st.op === 'spawn')),
 );
 const spawnRaceArb: fc.Arbitrary<Scenario> = fc.record({
   max_spawn_depth: fc.constant(3),

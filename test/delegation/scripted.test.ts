@@ -161,11 +161,9 @@ describe('scripted runner: wait_steer', () => {
 
   it('a timed wait leaves no timer behind when the steer wins, and no waiter when the timeout wins', async () => {
     const { rt, clock, run } = setup();
-    const c = await run(
-      { op: 'wait_steer', timeout_ms: 60_000 },
-      ...Array.from({ length: 20 }, () => ({ op: 'wait_steer' as const, timeout_ms: 10 })),
-      { op: 'hang' },
-    );
+    const c = await run({ op: 'wait_steer', timeout_ms: 60_000 }, ...Array.from({ length: 20 }, () => ({ op: 'wait_steer' as const, timeout_ms: 10 })), {
+      op: 'hang',
+    });
     rt.steer(c.id, 'first');
     await flush();
     // The 60 s timer lost the race to the steer: it must be gone, not pending until it fires.

@@ -185,9 +185,8 @@ function twophaseRunner(rounds: number, handBack: 'honest' | 'none' | 'bogus'): 
 
 export const testRunnerKinds = {
   stubborn: defineRunnerKind(z.object({ kind: z.literal('stubborn'), tasks: z.array(z.any()) }), (spec) => stubbornRunner(spec.tasks as TaskGen[])),
-  twophase: defineRunnerKind(
-    z.object({ kind: z.literal('twophase'), rounds: z.number().int(), handBack: z.enum(['honest', 'none', 'bogus']) }),
-    (spec) => twophaseRunner(spec.rounds, spec.handBack),
+  twophase: defineRunnerKind(z.object({ kind: z.literal('twophase'), rounds: z.number().int(), handBack: z.enum(['honest', 'none', 'bogus']) }), (spec) =>
+    twophaseRunner(spec.rounds, spec.handBack),
   ),
 };
 
@@ -459,7 +458,12 @@ export class RaceRun {
 
   interrupt(who: string, target: string): InterruptResult {
     const at = this.events.length;
-    const accepting = new Set(this.runtime.list().filter((c) => c.accepting_steer).map((c) => c.subagent_id));
+    const accepting = new Set(
+      this.runtime
+        .list()
+        .filter((c) => c.accepting_steer)
+        .map((c) => c.subagent_id),
+    );
     const result = this.runtime.interrupt(target);
     this.ledger.push({ kind: 'interrupt', at, who, target, accepting, result });
     return result;
@@ -539,7 +543,8 @@ export class RaceRun {
       }
       const done = c[0] as RecordedEvent;
       for (const e of ev) {
-        if (e.index > done.index && e.subagent_id === id && afterComplete.has(e.type)) bad(`${id}: ${e.type} (event #${e.index}) after its subagent.complete (#${done.index})`);
+        if (e.index > done.index && e.subagent_id === id && afterComplete.has(e.type))
+          bad(`${id}: ${e.type} (event #${e.index}) after its subagent.complete (#${done.index})`);
       }
       const tail = finalTail.get(id) as TailResult;
       if (!tail.available) bad(`${id}: its finished transcript is no longer available`);
@@ -562,7 +567,8 @@ export class RaceRun {
       for (const r of e.results ?? []) {
         if (completeAt(r.subagent_id) > e.index) bad(`delegation ${e.delegation_id} completed before its child ${r.subagent_id}`);
         const own = entryOf(r.subagent_id);
-        if (own && JSON.stringify(own) !== JSON.stringify(r)) bad(`delegation ${e.delegation_id}: its result for ${r.subagent_id} differs from the subagent.complete entry`);
+        if (own && JSON.stringify(own) !== JSON.stringify(r))
+          bad(`delegation ${e.delegation_id}: its result for ${r.subagent_id} differs from the subagent.complete entry`);
       }
     }
 
@@ -628,12 +634,15 @@ export class RaceRun {
         if (d + m !== 1) bad(`${id}: queued steer ${s.tag} was delivered ${d}x and listed missed ${m}x (expected exactly one of them, once)`);
         fate.push(d > 0 ? 'delivered' : 'missed');
         const de = deliveredEv.find((e) => e.text === s.text);
-        if (de && s.result?.status === 'queued' && de.steer_id !== s.result.steer_id) bad(`${id}: ${s.tag} delivered with steer_id ${de.steer_id}, accepted as ${s.result.steer_id}`);
+        if (de && s.result?.status === 'queued' && de.steer_id !== s.result.steer_id)
+          bad(`${id}: ${s.tag} delivered with steer_id ${de.steer_id}, accepted as ${s.result.steer_id}`);
       }
       const wantDelivered = accepted.filter((_, i) => fate[i] === 'delivered').map((s) => s.text);
       const wantMissed = accepted.filter((_, i) => fate[i] === 'missed').map((s) => s.text);
-      if (JSON.stringify(deliveredTexts) !== JSON.stringify(wantDelivered)) bad(`${id}: delivery order ${JSON.stringify(deliveredTexts)} is not acceptance order ${JSON.stringify(wantDelivered)}`);
-      if (JSON.stringify(missed) !== JSON.stringify(wantMissed)) bad(`${id}: missed_steer order ${JSON.stringify(missed)} is not acceptance order ${JSON.stringify(wantMissed)}`);
+      if (JSON.stringify(deliveredTexts) !== JSON.stringify(wantDelivered))
+        bad(`${id}: delivery order ${JSON.stringify(deliveredTexts)} is not acceptance order ${JSON.stringify(wantDelivered)}`);
+      if (JSON.stringify(missed) !== JSON.stringify(wantMissed))
+        bad(`${id}: missed_steer order ${JSON.stringify(missed)} is not acceptance order ${JSON.stringify(wantMissed)}`);
       const lastDelivered = fate.lastIndexOf('delivered');
       const firstMissed = fate.indexOf('missed');
       if (firstMissed >= 0 && lastDelivered > firstMissed) bad(`${id}: a steer accepted earlier was missed while a later one was delivered`);
@@ -667,9 +676,12 @@ export class RaceRun {
         const live = isLive(item.target, item.at);
         if (item.queued && !live) bad(`${item.who}: steer ${item.tag} to ${item.target} was queued while it was not live`);
         if (item.queued !== (item.acceptingBefore === true)) {
-          bad(`${item.who}: steer ${item.tag} to ${item.target} answered ${item.queued ? 'queued' : 'rejected'} while list() said accepting_steer=${item.acceptingBefore}`);
+          bad(
+            `${item.who}: steer ${item.tag} to ${item.target} answered ${item.queued ? 'queued' : 'rejected'} while list() said accepting_steer=${item.acceptingBefore}`,
+          );
         }
-        if (item.result?.status === 'rejected' && !live && item.result.reason !== 'not_found') bad(`${item.who}: steer ${item.tag} to a non-live child rejected as ${item.result.reason}`);
+        if (item.result?.status === 'rejected' && !live && item.result.reason !== 'not_found')
+          bad(`${item.who}: steer ${item.tag} to a non-live child rejected as ${item.result.reason}`);
         return;
       }
       case 'interrupt': {
@@ -687,18 +699,20 @@ export class RaceRun {
         }
         const expected = [...k.spawnedAt.keys()].filter(
           (id) =>
-            id === item.target ||
-            (isLive(id, item.at) && item.accepting.has(id) && isDescendant(k.parentOf, id, item.target) && !k.effectivelyStopped(id)),
+            id === item.target || (isLive(id, item.at) && item.accepting.has(id) && isDescendant(k.parentOf, id, item.target) && !k.effectivelyStopped(id)),
         );
         if (item.result.interrupted[0] !== item.target || JSON.stringify([...item.result.interrupted].sort()) !== JSON.stringify([...expected].sort())) {
-          bad(`${item.who}: interrupt ${item.target} listed [${item.result.interrupted.join(',')}], expected the target first and then [${expected.join(',')}]`);
+          bad(
+            `${item.who}: interrupt ${item.target} listed [${item.result.interrupted.join(',')}], expected the target first and then [${expected.join(',')}]`,
+          );
         }
         for (const id of item.result.interrupted) k.stopped.add(id);
         return;
       }
       case 'list': {
         const expected = [...k.spawnedAt.keys()].filter((id) => isLive(id, item.at));
-        if (JSON.stringify([...item.ids].sort()) !== JSON.stringify(expected.sort())) bad(`${item.who}: list() gave [${item.ids.join(',')}], live were [${expected.join(',')}]`);
+        if (JSON.stringify([...item.ids].sort()) !== JSON.stringify(expected.sort()))
+          bad(`${item.who}: list() gave [${item.ids.join(',')}], live were [${expected.join(',')}]`);
         return;
       }
       case 'tail': {
@@ -747,7 +761,8 @@ export class RaceRun {
       let what = `${e.type}${e.subagent_id ? ` ${e.subagent_id}` : ''}`;
       if (e.type === 'subagent.spawn_requested') what += ` (parent ${e.parent_id ?? 'root'})`;
       if (e.type === 'subagent.steer.delivered') what += ` ${e.text}`;
-      if (e.type === 'subagent.complete' && e.entry) what += ` ${e.entry.status}${e.entry.missed_steer ? ` missed=${JSON.stringify(e.entry.missed_steer)}` : ''}`;
+      if (e.type === 'subagent.complete' && e.entry)
+        what += ` ${e.entry.status}${e.entry.missed_steer ? ` missed=${JSON.stringify(e.entry.missed_steer)}` : ''}`;
       lines.push([e.index, 0, `  #${e.index} ${what}`]);
     }
     this.ledger.forEach((l, i) => {
@@ -813,7 +828,12 @@ export async function runScheduled(s: fc.Scheduler, scenario: Scenario, options:
   run.stopEverything();
   await settle(s);
   if (run.runtime.liveCount !== 0) {
-    throw new Error(`children still live after the final interrupt: ${run.runtime.list().map((c) => c.subagent_id).join(', ')}\nstory:\n${run.story()}`);
+    throw new Error(
+      `children still live after the final interrupt: ${run.runtime
+        .list()
+        .map((c) => c.subagent_id)
+        .join(', ')}\nstory:\n${run.story()}`,
+    );
   }
   return run;
 }

@@ -56,7 +56,14 @@ export const HERMES_EVENTS: Record<string, z.ZodType> = {
     reasoning: opt(z.string()),
     partial: opt(z.boolean()),
   }),
-  'tool.start': z.looseObject({ tool_id: z.string(), name: z.string(), context: opt(z.string()), args: opt(record), args_text: opt(z.string()), preview: opt(z.string()) }),
+  'tool.start': z.looseObject({
+    tool_id: z.string(),
+    name: z.string(),
+    context: opt(z.string()),
+    args: opt(record),
+    args_text: opt(z.string()),
+    preview: opt(z.string()),
+  }),
   'tool.complete': z.looseObject({
     tool_id: z.string(),
     name: z.string(),
@@ -72,7 +79,9 @@ export const HERMES_EVENTS: Record<string, z.ZodType> = {
   // What a host renders: the tool's name and its preview.
   'subagent.tool': subagentEvent.extend({ tool_name: z.string(), tool_preview: z.string() }),
   // What a host shows for a finished child: its status, summary and duration, flat.
-  'subagent.complete': subagentEvent.extend({ status: subagentStatus, summary: z.string(), duration_seconds: z.number() }).refine((p) => !('entry' in p), 'no nested entry'),
+  'subagent.complete': subagentEvent
+    .extend({ status: subagentStatus, summary: z.string(), duration_seconds: z.number() })
+    .refine((p) => !('entry' in p), 'no nested entry'),
   error: z.looseObject({ message: z.string() }),
 };
 
@@ -113,13 +122,26 @@ const snapshot = z.looseObject({
   last_tool: opt(z.string()),
   accepting_steer: opt(z.boolean()),
 });
-const spawnTreeEntry = z.looseObject({ path: z.string(), session_id: opt(z.string()), started_at: opt(z.number()), finished_at: opt(z.number()), label: z.string().optional(), count: int.optional() });
+const spawnTreeEntry = z.looseObject({
+  path: z.string(),
+  session_id: opt(z.string()),
+  started_at: opt(z.number()),
+  finished_at: opt(z.number()),
+  label: z.string().optional(),
+  count: int.optional(),
+});
 
 /** Results by method (RpcMethods); the methods of hermes' contract a host calls on this path. */
 export const HERMES_RESULTS: Record<string, z.ZodType> = {
   ping: z.looseObject({ pong: z.boolean() }),
   'client.capabilities': z.looseObject({ server_requests: z.array(z.string()) }),
-  'session.create': z.looseObject({ session_id: z.string(), stored_session_id: z.string(), message_count: int, messages: z.array(transcriptMessage), info: liveInfo }),
+  'session.create': z.looseObject({
+    session_id: z.string(),
+    stored_session_id: z.string(),
+    message_count: int,
+    messages: z.array(transcriptMessage),
+    info: liveInfo,
+  }),
   'session.resume': sessionResult,
   'session.activate': sessionResult,
   'session.events.since': z.looseObject({
@@ -142,12 +164,23 @@ export const HERMES_RESULTS: Record<string, z.ZodType> = {
   }),
   'delegation.pause': z.looseObject({ paused: z.boolean() }),
   'subagent.list': z.looseObject({ subagents: z.array(snapshot).optional(), delegations: z.array(record).optional() }),
-  'subagent.tail': z.looseObject({ subagent_id: z.string(), available: z.boolean().optional(), text: z.string().optional(), truncated: z.boolean().optional() }),
+  'subagent.tail': z.looseObject({
+    subagent_id: z.string(),
+    available: z.boolean().optional(),
+    text: z.string().optional(),
+    truncated: z.boolean().optional(),
+  }),
   'subagent.steer': z.looseObject({ status: z.enum(['queued', 'rejected']), subagent_id: z.string(), text: z.string() }),
   'subagent.interrupt': z.looseObject({ found: z.boolean(), subagent_id: z.string() }),
   'spawn_tree.save': z.looseObject({ path: z.string(), session_id: z.string() }),
   'spawn_tree.list': z.looseObject({ entries: z.array(spawnTreeEntry) }),
-  'spawn_tree.load': z.looseObject({ session_id: opt(z.string()), started_at: opt(z.number()), finished_at: opt(z.number()), label: opt(z.string()), subagents: z.array(record).optional() }),
+  'spawn_tree.load': z.looseObject({
+    session_id: opt(z.string()),
+    started_at: opt(z.number()),
+    finished_at: opt(z.number()),
+    label: opt(z.string()),
+    subagents: z.array(record).optional(),
+  }),
 };
 
 const issues = (e: z.ZodError) => e.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');

@@ -81,12 +81,21 @@ describe('the dashboard login', () => {
     const page = await req(server, 'GET', '/ui/', { token: null });
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    expect(page.headers.get('content-security-policy')).toBe("default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'");
+    expect(page.headers.get('content-security-policy')).toBe(
+      "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'",
+    );
     expect(page.text).toContain('dash');
     const js = await req(server, 'GET', '/ui/js/app.js', { token: null });
     expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     // Sent as written (fetch would resolve the dots itself).
-    for (const path of ['/ui/../package.json', '/ui/%2e%2e/package.json', '/ui/js/%2e%2e%2f%2e%2e%2fpackage.json', '/ui/..%5cpackage.json', '/ui/missing.js', '/ui/%00']) {
+    for (const path of [
+      '/ui/../package.json',
+      '/ui/%2e%2e/package.json',
+      '/ui/js/%2e%2e%2f%2e%2e%2fpackage.json',
+      '/ui/..%5cpackage.json',
+      '/ui/missing.js',
+      '/ui/%00',
+    ]) {
       const r = await rawGet(path);
       expect(r.status, path).toBe(404);
       expect(r.body, path).not.toContain('"name"');

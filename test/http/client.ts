@@ -68,7 +68,12 @@ export async function createSession(server: HttpServer, title?: string): Promise
 
 export const scripted = (goal: string, steps: unknown[]) => ({ goal, agent: { kind: 'scripted', steps } });
 
-export async function spawn(server: HttpServer, s: Session, tasks: unknown[], headers?: Record<string, string>): Promise<{ delegation_id: string; subagent_ids: string[] }> {
+export async function spawn(
+  server: HttpServer,
+  s: Session,
+  tasks: unknown[],
+  headers?: Record<string, string>,
+): Promise<{ delegation_id: string; subagent_ids: string[] }> {
   const r = await req(server, 'POST', `/v1/sessions/${s.session_id}/delegations`, { key: s.session_key, body: { tasks }, headers });
   if (r.status !== 202) throw new Error(`spawn: ${r.status} ${r.text}`);
   return r.json;

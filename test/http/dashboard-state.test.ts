@@ -158,7 +158,14 @@ function play(ops: readonly Op[]): Run {
         const key = `k${steers.length}`;
         const text = `steer ${steers.length}`;
         if (isDone(c)) {
-          steers.push({ key, subagent_id: c.subagent_id, text, at: events.length - 1, answer: { status: 'rejected', reason: 'not accepting steer' }, outcome: 'rejected' });
+          steers.push({
+            key,
+            subagent_id: c.subagent_id,
+            text,
+            at: events.length - 1,
+            answer: { status: 'rejected', reason: 'not accepting steer' },
+            outcome: 'rejected',
+          });
         } else {
           const steer_id = `st_${++steerIds}`;
           c.inbox.push({ steer_id, text });
@@ -319,14 +326,23 @@ describe('dashboard state: snapshot + events by seq', () => {
     );
   });
 
-  it("the event log after a resume holds each event after the snapshot exactly once, in seq order", () => {
+  it('the event log after a resume holds each event after the snapshot exactly once, in seq order', () => {
     fc.assert(
       fc.property(runs, fc.nat(), fc.nat(), (run, cutPick, overlapPick) => {
         const n = run.events.length;
         const k = cutPick % (n + 1);
         const from = k - (overlapPick % (k + 1));
-        const s = foldAll(initialState(), [{ kind: 'snapshot', data: run.snapshots[k]! }, ...run.events.slice(from).map(ev), ...run.events.slice(from).map(ev)]);
-        expect(s.log.map((l) => l.seq)).toEqual(run.events.slice(k).map((e) => e.seq).slice(-200));
+        const s = foldAll(initialState(), [
+          { kind: 'snapshot', data: run.snapshots[k]! },
+          ...run.events.slice(from).map(ev),
+          ...run.events.slice(from).map(ev),
+        ]);
+        expect(s.log.map((l) => l.seq)).toEqual(
+          run.events
+            .slice(k)
+            .map((e) => e.seq)
+            .slice(-200),
+        );
       }),
       { numRuns: 200 },
     );
@@ -345,16 +361,28 @@ describe('dashboard state: snapshot + events by seq', () => {
           const answer = sent + (p2 % (run.events.length - sent + 1));
           inputs.push({ pos: sent, tie: 0, input: { kind: 'steer.sent', key: s.key, subagent_id: s.subagent_id, text: s.text } });
           const a = s.answer;
-          inputs.push({ pos: answer, tie: 0.5, input: a.status === 'queued' ? { kind: 'steer.answer', key: s.key, status: 'queued', steer_id: a.steer_id, text: a.text } : { kind: 'steer.answer', key: s.key, status: 'rejected', reason: a.reason } });
+          inputs.push({
+            pos: answer,
+            tie: 0.5,
+            input:
+              a.status === 'queued'
+                ? { kind: 'steer.answer', key: s.key, status: 'queued', steer_id: a.steer_id, text: a.text }
+                : { kind: 'steer.answer', key: s.key, status: 'rejected', reason: a.reason },
+          });
         });
         inputs.sort((x, y) => x.pos - y.pos || x.tie - y.tie);
-        const state = foldAll(fold(initialState(), { kind: 'snapshot', data: run.snapshots[0]! }), inputs.map((x) => x.input));
+        const state = foldAll(
+          fold(initialState(), { kind: 'snapshot', data: run.snapshots[0]! }),
+          inputs.map((x) => x.input),
+        );
         for (const s of run.steers) {
           const mine = state.steers.filter((x) => x.key === s.key);
           expect(mine).toHaveLength(1);
           const fate = mine[0]!.fate;
           // Not yet answered by the end of the run: a queued steer of a child still running.
-          const childDone = !['queued', 'running'].includes(run.snapshots[run.events.length]!.subagents.find((c) => c.subagent_id === s.subagent_id)!.status as string);
+          const childDone = !['queued', 'running'].includes(
+            run.snapshots[run.events.length]!.subagents.find((c) => c.subagent_id === s.subagent_id)!.status as string,
+          );
           if (s.outcome === 'missed' && !childDone) expect(fate).toBe('queued');
           else expect(fate).toBe(s.outcome);
         }
@@ -368,8 +396,19 @@ describe('dashboard state: snapshot + events by seq', () => {
 });
 
 describe('dashboard state: pieces', () => {
-  const identity = (id: string, parent: string | null = null, depth = 0) => ({ subagent_id: id, parent_id: parent, depth, delegation_id: 'dg_1', task_index: 0, task_count: 1, goal: `g ${id}` });
-  const event = (seq: number, type: string, payload: Record<string, unknown>): Input => ({ kind: 'event', event: { type, seq, ts: seq, session_id: 's', payload } });
+  const identity = (id: string, parent: string | null = null, depth = 0) => ({
+    subagent_id: id,
+    parent_id: parent,
+    depth,
+    delegation_id: 'dg_1',
+    task_index: 0,
+    task_count: 1,
+    goal: `g ${id}`,
+  });
+  const event = (seq: number, type: string, payload: Record<string, unknown>): Input => ({
+    kind: 'event',
+    event: { type, seq, ts: seq, session_id: 's', payload },
+  });
 
   it('keeps the most recently finished children, as the server retains them', () => {
     const inputs: Input[] = [];
@@ -407,7 +446,10 @@ describe('dashboard state: pieces', () => {
   });
 
   it('a stale snapshot (older than the folded seq) is ignored; a reset is counted', () => {
-    const s = foldAll(initialState(), [event(1, 'subagent.start', identity('a')), event(2, 'subagent.tool', { ...identity('a'), tool_name: 't', tool_count: 1 })]);
+    const s = foldAll(initialState(), [
+      event(1, 'subagent.start', identity('a')),
+      event(2, 'subagent.tool', { ...identity('a'), tool_name: 't', tool_count: 1 }),
+    ]);
     expect(fold(s, { kind: 'snapshot', data: { seq: 1, subagents: [] } })).toBe(s);
     const r = fold(s, { kind: 'snapshot', reset: true, data: { seq: 9, subagents: [] } });
     expect(r.resets).toBe(1);

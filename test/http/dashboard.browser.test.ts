@@ -21,7 +21,9 @@ const CHROMIUM = [process.env.CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/
  * on every run, and a test run should not leave the tree modified. Otherwise it goes to a temp dir.
  */
 const SCREENSHOT =
-  process.env.SUBRUN_UPDATE_SCREENSHOT === '1' ? fileURLToPath(new URL('../../docs/dashboard.png', import.meta.url)) : join(tmpdir(), `subrun-dashboard-${process.pid}.png`);
+  process.env.SUBRUN_UPDATE_SCREENSHOT === '1'
+    ? fileURLToPath(new URL('../../docs/dashboard.png', import.meta.url))
+    : join(tmpdir(), `subrun-dashboard-${process.pid}.png`);
 /** Bound of one wait for the page to show something. */
 const UI_MS = 15_000;
 
@@ -99,7 +101,17 @@ describe('the dashboard in Chromium', () => {
       tasks: [
         scriptedTask('summarize: draft with a helper', [
           { op: 'tool', name: 'summarize', ms: 50 },
-          { op: 'spawn', tasks: [scriptedTask('notes: wait for guidance', [{ op: 'say', text: 'waiting for guidance' }, { op: 'wait_steer' }, { op: 'tool', name: 'write_notes', ms: 50 }, { op: 'finish', summary: 'notes on section 5' }])] },
+          {
+            op: 'spawn',
+            tasks: [
+              scriptedTask('notes: wait for guidance', [
+                { op: 'say', text: 'waiting for guidance' },
+                { op: 'wait_steer' },
+                { op: 'tool', name: 'write_notes', ms: 50 },
+                { op: 'finish', summary: 'notes on section 5' },
+              ]),
+            ],
+          },
           { op: 'finish', summary: 'a 200-word summary' },
         ]),
         scriptedTask('crawl: index the site', [
@@ -141,7 +153,10 @@ describe('the dashboard in Chromium', () => {
     await expect.poll(() => row(b).locator('.missed').textContent(), { timeout: UI_MS }).toBe('missed_steer: keep it short');
     // A finished child takes no steer: the page does not offer it (the server would answer 409).
     await row(b1).click();
-    await page.locator('#detail-title').filter({ hasText: `${b1} · completed` }).waitFor({ timeout: UI_MS });
+    await page
+      .locator('#detail-title')
+      .filter({ hasText: `${b1} · completed` })
+      .waitFor({ timeout: UI_MS });
     expect(await page.locator('#steer-send').isDisabled()).toBe(true);
     await row(b).click();
     await fate('keep it short', 'missed');
@@ -153,7 +168,12 @@ describe('the dashboard in Chromium', () => {
     await page.waitForSelector('#conn[data-state="reconnecting"]', { timeout: UI_MS });
     const seqAtDrop = Number(/seq (\d+)/.exec((await page.locator('#conn').textContent()) ?? '')?.[1]);
     const away = await api('POST', `/v1/sessions/${sid}/delegations`, key, {
-      tasks: [scriptedTask('check: run while the page is away', [{ op: 'tool', name: 'quick_check' }, { op: 'finish', summary: 'done while you were away' }])],
+      tasks: [
+        scriptedTask('check: run while the page is away', [
+          { op: 'tool', name: 'quick_check' },
+          { op: 'finish', summary: 'done while you were away' },
+        ]),
+      ],
     });
     const [d] = away.body.subagent_ids as [string];
     const waited = await api('GET', `/v1/sessions/${sid}/delegations/${String(away.body.delegation_id)}?wait=10`, key);
@@ -179,7 +199,9 @@ describe('the dashboard in Chromium', () => {
     // Nothing lost, nothing twice: the page's seq is the session's, and its event log holds
     // every seq from its first line to the last exactly once.
     const session = await api('GET', `/v1/sessions/${sid}`, key);
-    await expect.poll(async () => Number(/seq (\d+)/.exec((await page.locator('#conn').textContent()) ?? '')?.[1]), { timeout: UI_MS }).toBe(session.body.latest_seq);
+    await expect
+      .poll(async () => Number(/seq (\d+)/.exec((await page.locator('#conn').textContent()) ?? '')?.[1]), { timeout: UI_MS })
+      .toBe(session.body.latest_seq);
     const seqs = await page.locator('#log li').evaluateAll((lis) => lis.map((l) => Number(l.getAttribute('data-seq'))));
     expect(seqs.length).toBeGreaterThan(10);
     expect(seqs).toEqual(seqs.map((_, i) => (seqs[0] as number) + i));
@@ -187,7 +209,10 @@ describe('the dashboard in Chromium', () => {
     expect(await page.locator('#conn').textContent()).toContain('resumed 1×');
     expect(await page.locator('#conn').textContent()).not.toContain('gap');
     // The roster agrees with the server's.
-    const final = (await api('GET', `/v1/sessions/${sid}/subagents?include_finished=true`, key)).body.subagents as Array<{ subagent_id: string; status: string }>;
+    const final = (await api('GET', `/v1/sessions/${sid}/subagents?include_finished=true`, key)).body.subagents as Array<{
+      subagent_id: string;
+      status: string;
+    }>;
     for (const s of final) expect(await row(s.subagent_id).getAttribute('data-status')).toBe(s.status);
     expect(await page.locator('tr[data-subagent-id]').count()).toBe(final.length);
 

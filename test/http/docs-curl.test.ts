@@ -19,7 +19,9 @@ let env: Record<string, string>;
 
 async function freshSession(): Promise<Record<string, string>> {
   const s = await createSession(server);
-  const d = await spawn(server, s, [scripted('waits', [{ op: 'tool', name: 'read_file', ms: 10 }, { op: 'wait_steer' }, { op: 'wait_steer' }, { op: 'wait_steer' }])]);
+  const d = await spawn(server, s, [
+    scripted('waits', [{ op: 'tool', name: 'read_file', ms: 10 }, { op: 'wait_steer' }, { op: 'wait_steer' }, { op: 'wait_steer' }]),
+  ]);
   return { BASE: server.base, TOKEN: server.token, SID: s.session_id, KEY: s.session_key, CID: d.subagent_ids[0] as string, DID: d.delegation_id };
 }
 

@@ -47,7 +47,8 @@ describe('idempotency keys over HTTP', () => {
     await nextFrame(stream, (f) => f.event === 'snapshot');
     const d = await spawnWith(s, 'sp', [scripted('two steers', [{ op: 'wait_steer' }, { op: 'wait_steer' }, { op: 'finish', summary: 'ok' }])]);
     const id = d.json.subagent_ids[0];
-    const steer = (text: string) => req(server, 'POST', `/v1/sessions/${s.session_id}/subagents/${id}/steer`, { key: s.session_key, body: { text }, headers: { 'Idempotency-Key': 'st-1' } });
+    const steer = (text: string) =>
+      req(server, 'POST', `/v1/sessions/${s.session_id}/subagents/${id}/steer`, { key: s.session_key, body: { text }, headers: { 'Idempotency-Key': 'st-1' } });
     const a = await steer('go on');
     const b = await steer('go on');
     expect(b.json.steer_id).toBe(a.json.steer_id);
@@ -70,7 +71,8 @@ describe('idempotency keys over HTTP', () => {
     expect(noneAgain.headers.get('idempotency-replayed')).toBe('true');
     const d = await spawnWith(s, 'sp', [waiting]);
     const id = d.json.subagent_ids[0];
-    const interrupt = () => req(server, 'POST', `/v1/sessions/${s.session_id}/subagents/${id}/interrupt`, { key: s.session_key, headers: { 'Idempotency-Key': 'int' } });
+    const interrupt = () =>
+      req(server, 'POST', `/v1/sessions/${s.session_id}/subagents/${id}/interrupt`, { key: s.session_key, headers: { 'Idempotency-Key': 'int' } });
     const i1 = await interrupt();
     const i2 = await interrupt();
     expect(i1.json).toEqual({ found: true, subagent_id: id, interrupted: [id] });
@@ -92,7 +94,11 @@ describe('idempotency keys over HTTP', () => {
       expect(r.json.error.code).toBe(-32602);
       expect(r.json.error.data.issues[0].path).toBe('idempotency_key');
     }
-    const empty = await req(server, 'POST', `/v1/sessions/${s.session_id}/delegations`, { key: s.session_key, body: { tasks: [waiting] }, headers: { 'Idempotency-Key': '' } });
+    const empty = await req(server, 'POST', `/v1/sessions/${s.session_id}/delegations`, {
+      key: s.session_key,
+      body: { tasks: [waiting] },
+      headers: { 'Idempotency-Key': '' },
+    });
     expect(empty.status).toBe(400);
     expect((await spawnWith(s, 'x'.repeat(255), [waiting])).status).toBe(202);
   });
@@ -115,7 +121,11 @@ describe('idempotency keys over JSON-RPC, one key space with HTTP', () => {
     expect(http.json).toEqual(first.result);
     // And the other way round: a steer over HTTP, replayed over JSON-RPC.
     const id = (first.result as { subagent_ids: string[] }).subagent_ids[0] as string;
-    const h = await req(server, 'POST', `/v1/sessions/${s.session_id}/subagents/${id}/steer`, { key: s.session_key, body: { text: 'go' }, headers: { 'Idempotency-Key': 'both' } });
+    const h = await req(server, 'POST', `/v1/sessions/${s.session_id}/subagents/${id}/steer`, {
+      key: s.session_key,
+      body: { text: 'go' },
+      headers: { 'Idempotency-Key': 'both' },
+    });
     const r = await request(peer, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'go', idempotency_key: 'both' });
     expect(r.result).toEqual({ ...h.json, idempotent_replay: true });
     expect((await request(peer, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'go', idempotency_key: '' })).error?.code).toBe(-32602);
@@ -168,7 +178,9 @@ describe('the store', () => {
     expect(store.bytesOf('s')).toBeLessThan(1024);
     // Still compared exactly: the same text replays, one character more is a conflict.
     expect(store.run('s', 'subagent.steer', 'k', { text: big }, () => ({ ok: false })).value).toEqual({ ok: true });
-    expect(() => store.run('s', 'subagent.steer', 'k', { text: `${big}y` }, () => ({}))).toThrow(expect.objectContaining({ code: RpcCode.IdempotencyConflict }));
+    expect(() => store.run('s', 'subagent.steer', 'k', { text: `${big}y` }, () => ({}))).toThrow(
+      expect.objectContaining({ code: RpcCode.IdempotencyConflict }),
+    );
   });
 
   it('a kept error holds nothing of the call that made it (its stack no longer holds the params)', async () => {
@@ -190,7 +202,9 @@ describe('the store', () => {
     await new Promise((resolve) => setImmediate(resolve));
     gc();
     expect(ref?.deref()).toBeUndefined();
-    expect(() => store.run('s', 'subagent.steer', 'k', { text: 'x'.repeat(1024 * 1024) }, () => ({}))).toThrow(expect.objectContaining({ code: RpcCode.TextTooLong }));
+    expect(() => store.run('s', 'subagent.steer', 'k', { text: 'x'.repeat(1024 * 1024) }, () => ({}))).toThrow(
+      expect.objectContaining({ code: RpcCode.TextTooLong }),
+    );
   });
 
   it('bounds the bytes of kept answers per session, evicting the oldest first', () => {
@@ -231,7 +245,9 @@ describe('the store', () => {
       expect(store.run('s', 'm', `p${code}`, {}, () => ({ ok: true })).replayed, String(code)).toBe(false);
     }
     // A domain error is kept, from a promise too; a settled promise is kept as its value.
-    await expect(store.run('s', 'm', 'dom', {}, () => Promise.reject(new RpcError(RpcCode.NotOwned, 'no'))).value).rejects.toMatchObject({ code: RpcCode.NotOwned });
+    await expect(store.run('s', 'm', 'dom', {}, () => Promise.reject(new RpcError(RpcCode.NotOwned, 'no'))).value).rejects.toMatchObject({
+      code: RpcCode.NotOwned,
+    });
     expect(() => store.run('s', 'm', 'dom', {}, () => ({}))).toThrow(expect.objectContaining({ code: RpcCode.NotOwned }));
     expect(await store.run('s', 'm', 'val', {}, () => Promise.resolve({ v: 1 })).value).toEqual({ v: 1 });
     expect(store.run('s', 'm', 'val', {}, () => ({}))).toEqual({ value: { v: 1 }, replayed: true });

@@ -62,7 +62,15 @@ async function rig(max_queued_steers?: number): Promise<Rig> {
   const server = new RpcServer({ default_runner: runner, logger: silentLogger, runtime: { max_queued_steers } });
   const http = createHttpApi(server, { token: TOKEN, logger: silentLogger });
   const listener: WsListener = await listenWs(
-    { host: '127.0.0.1', port: 0, token: TOKEN, allow_origins: [], max_message_bytes: server.limits.max_message_bytes, logger: silentLogger, onRequest: http.handle },
+    {
+      host: '127.0.0.1',
+      port: 0,
+      token: TOKEN,
+      allow_origins: [],
+      max_message_bytes: server.limits.max_message_bytes,
+      logger: silentLogger,
+      onRequest: http.handle,
+    },
     (t) => server.connect(t),
   );
   const rpc = connectMemory(server);
@@ -81,7 +89,12 @@ async function rig(max_queued_steers?: number): Promise<Rig> {
 async function steerHttp(r: Rig, text: string, key?: string): Promise<{ status: number; replayed: string | null; json: Record<string, unknown> }> {
   const res = await fetch(`${r.base}/v1/sessions/${r.session_id}/subagents/${r.child}/steer`, {
     method: 'POST',
-    headers: { Authorization: `Bearer ${TOKEN}`, 'X-Subrun-Session-Key': r.session_key, 'Content-Type': 'application/json', ...(key === undefined ? {} : { 'Idempotency-Key': key }) },
+    headers: {
+      Authorization: `Bearer ${TOKEN}`,
+      'X-Subrun-Session-Key': r.session_key,
+      'Content-Type': 'application/json',
+      ...(key === undefined ? {} : { 'Idempotency-Key': key }),
+    },
     body: JSON.stringify({ text }),
     signal: AbortSignal.timeout(WAIT_MS),
   });

@@ -46,7 +46,15 @@ describe('sessions', () => {
     const s = created.json as Session;
     const got = await req(server, 'GET', base(s), { key: s.session_key });
     expect(got.status).toBe(200);
-    expect(got.json).toEqual({ session_id: s.session_id, generation: 1, title: 'mine', created_at: expect.any(Number), live_subagents: 0, paused: false, latest_seq: 0 });
+    expect(got.json).toEqual({
+      session_id: s.session_id,
+      generation: 1,
+      title: 'mine',
+      created_at: expect.any(Number),
+      live_subagents: 0,
+      paused: false,
+      latest_seq: 0,
+    });
     const closed = await req(server, 'DELETE', base(s), { key: s.session_key });
     expect(closed.status).toBe(200);
     expect(closed.json).toEqual({ closed: true, interrupted: 0 });
@@ -190,7 +198,10 @@ describe('subagents', () => {
     const small = await startHttp();
     const s = await createSession(small);
     const d = await spawn(small, s, [waiting()]);
-    const r = await req(small, 'POST', `/v1/sessions/${s.session_id}/subagents/${d.subagent_ids[0]}/steer`, { key: s.session_key, body: { text: 'x'.repeat(32_769) } });
+    const r = await req(small, 'POST', `/v1/sessions/${s.session_id}/subagents/${d.subagent_ids[0]}/steer`, {
+      key: s.session_key,
+      body: { text: 'x'.repeat(32_769) },
+    });
     expect(r.status).toBe(400);
     expect(r.json.error.code).toBe(4003);
   });

@@ -19,7 +19,9 @@ describe('--single-user over HTTP', () => {
     const view = await req(single, 'GET', `/v1/sessions/${s.session_id}`);
     expect(view.status).toBe(200);
     expect(view.json).toMatchObject({ session_id: s.session_id, generation: 1 });
-    const d = await req(single, 'POST', `/v1/sessions/${s.session_id}/delegations`, { body: { tasks: [scripted('waits', [{ op: 'wait_steer' }, { op: 'finish', summary: 'ok' }])] } });
+    const d = await req(single, 'POST', `/v1/sessions/${s.session_id}/delegations`, {
+      body: { tasks: [scripted('waits', [{ op: 'wait_steer' }, { op: 'finish', summary: 'ok' }])] },
+    });
     expect(d.status).toBe(202);
     const id = d.json.subagent_ids[0] as string;
     const steer = await req(single, 'POST', `/v1/sessions/${s.session_id}/subagents/${id}/steer`, { body: { text: 'go' } });

@@ -48,7 +48,11 @@ describe('SSE subscription against event delivery', () => {
           const { client } = connectMemory(server);
           const { session_id, session_key } = await ok(client, 'session.create', {});
           let out = '';
-          const sink: FrameSink = { write: (c) => void (out += c), event: (seq, type, text) => void (out += `id: ${seq}\nevent: ${type}\ndata: ${text}\n\n`), close: () => undefined };
+          const sink: FrameSink = {
+            write: (c) => void (out += c),
+            event: (seq, type, text) => void (out += `id: ${seq}\nevent: ${type}\ndata: ${text}\n\n`),
+            close: () => undefined,
+          };
           let subscribedAt: number | undefined;
           let cursor: number | undefined;
           const session = server.sessions.get(session_id);
@@ -65,7 +69,10 @@ describe('SSE subscription against event delivery', () => {
             else if (when === 'microtask') queueMicrotask(go);
             else setImmediate(go);
           });
-          const tasks = says.map((n, i) => ({ goal: `c${i}`, agent: { kind: 'scripted', steps: [...Array.from({ length: n }, (_, j) => ({ op: 'say', text: `${i}.${j}` })), { op: 'finish', summary: 'ok' }] } }));
+          const tasks = says.map((n, i) => ({
+            goal: `c${i}`,
+            agent: { kind: 'scripted', steps: [...Array.from({ length: n }, (_, j) => ({ op: 'say', text: `${i}.${j}` })), { op: 'finish', summary: 'ok' }] },
+          }));
           await ok(client, 'delegation.spawn', { session_id, tasks });
           await client.waitForEvent((e) => e.type === 'session.idle');
           await new Promise((r) => setImmediate(r));

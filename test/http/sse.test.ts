@@ -13,7 +13,11 @@ beforeAll(async () => {
 afterAll(killAll);
 
 const events = (s: Session) => `/v1/sessions/${s.session_id}/events?session_key=${encodeURIComponent(s.session_key)}`;
-const steps = (n: number) => [...Array.from({ length: n }, (_, i) => ({ op: 'say', text: `line ${i}` })), { op: 'wait_steer' }, { op: 'finish', summary: 'ok' }];
+const steps = (n: number) => [
+  ...Array.from({ length: n }, (_, i) => ({ op: 'say', text: `line ${i}` })),
+  { op: 'wait_steer' },
+  { op: 'finish', summary: 'ok' },
+];
 
 async function steerAndWaitIdle(s: Session, id: string): Promise<void> {
   const r = await req(server, 'POST', `/v1/sessions/${s.session_id}/subagents/${id}/steer`, { key: s.session_key, body: { text: 'finish' } });
@@ -132,7 +136,12 @@ describe('the event stream', () => {
     const stream = await openSse(short, `/v1/sessions/${s.session_id}/events`, { 'X-Subrun-Session-Key': s.session_key });
     await nextFrame(stream, (f) => f.event === 'snapshot');
     // Longer than the park TTL, measured by the server's own work: a child that sleeps past it.
-    const d = await spawn(short, s, [scripted('sleeps', [{ op: 'sleep', ms: 600 }, { op: 'finish', summary: 'ok' }])]);
+    const d = await spawn(short, s, [
+      scripted('sleeps', [
+        { op: 'sleep', ms: 600 },
+        { op: 'finish', summary: 'ok' },
+      ]),
+    ]);
     await framesUntil(stream, (f) => f.event === 'session.idle');
     expect((await req(short, 'GET', `/v1/sessions/${s.session_id}/delegations/${d.delegation_id}`, { key: s.session_key })).json.done).toBe(true);
     stream.close();

@@ -93,9 +93,25 @@ describe('bench suite plumbing (tiny sizes, figures not looked at)', () => {
     const errors = results.rows.filter((r) => r.case.endsWith('.error'));
     expect(errors, logs.slice(-30).join('\n')).toEqual([]);
     for (const c of CASES) {
-      const prefix = { registry: 'registry.', 'tail-memory': 'tail.', 'rpc-stdio': 'rpc.stdio.', 'rpc-ws': 'rpc.ws.', fanout: 'fanout.', delegation: 'delegation.', 'steer-load': 'steer.', 'slow-consumer': 'slow.', 'session-churn': 'session.', startup: 'startup.', http: 'http.', 'scale-out': 'remote.' }[c.name];
+      const prefix = {
+        registry: 'registry.',
+        'tail-memory': 'tail.',
+        'rpc-stdio': 'rpc.stdio.',
+        'rpc-ws': 'rpc.ws.',
+        fanout: 'fanout.',
+        delegation: 'delegation.',
+        'steer-load': 'steer.',
+        'slow-consumer': 'slow.',
+        'session-churn': 'session.',
+        startup: 'startup.',
+        http: 'http.',
+        'scale-out': 'remote.',
+      }[c.name];
       expect(prefix, `case ${c.name} has a row prefix`).toBeDefined();
-      expect(results.rows.some((r) => r.case.startsWith(prefix as string)), `rows of ${c.name}`).toBe(true);
+      expect(
+        results.rows.some((r) => r.case.startsWith(prefix as string)),
+        `rows of ${c.name}`,
+      ).toBe(true);
     }
     for (const r of results.rows) {
       expect(typeof r.figure).toBe('number');

@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/process.ts';
 
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 // Not inside a JSON string (`\"docs/spec.md\"` is a child's made-up file in an example).
 const PATH = /(?<![\w./\\"-])((?:src|test|bench|docs)\/[\w./*-]*[\w/*])/g;
 

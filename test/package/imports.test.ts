@@ -72,7 +72,26 @@ function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
 
 const files = sources(SRC);
 const graph = importGraph(files, (f) => readFileSync(join(SRC, f), 'utf8'));
-const ROOMS = ['contract', 'foundation', 'child', 'registry', 'delegation', 'agent', 'store', 'server', 'rpc', 'http', 'acp', 'mcp', 'remote', 'remote/control', 'remote/worker', 'testing', 'face', 'cli'] as const;
+const ROOMS = [
+  'contract',
+  'foundation',
+  'child',
+  'registry',
+  'delegation',
+  'agent',
+  'store',
+  'server',
+  'rpc',
+  'http',
+  'acp',
+  'mcp',
+  'remote',
+  'remote/control',
+  'remote/worker',
+  'testing',
+  'face',
+  'cli',
+] as const;
 type Room = (typeof ROOMS)[number];
 const isRoom = (r: string): r is Room => (ROOMS as readonly string[]).includes(r);
 

@@ -90,7 +90,15 @@ describe('the npm package, installed into a fresh project', () => {
     // TypeScript and Node's types as a consumer would pin them: the versions this project builds with.
     const installed = await run(
       'npm',
-      ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball, `typescript@${PKG.devDependencies.typescript}`, `@types/node@${PKG.devDependencies['@types/node']}`],
+      [
+        'install',
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+        tarball,
+        `typescript@${PKG.devDependencies.typescript}`,
+        `@types/node@${PKG.devDependencies['@types/node']}`,
+      ],
       dir,
     );
     expect(installed.code, installed.stderr).toBe(0);
@@ -116,7 +124,9 @@ describe('the npm package, installed into a fresh project', () => {
     expect(files).toContain('bin/subrun.js');
     // The dashboard is served from its sources as they are (no build step).
     for (const f of ['index.html', 'app.js', 'api.js', 'state.js', 'style.css', 'favicon.svg']) expect(files).toContain(`src/http/ui/${f}`);
-    const stray = files.filter((f) => !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|LICENSE|README\.md|package\.json)$/.test(f));
+    const stray = files.filter(
+      (f) => !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|LICENSE|README\.md|package\.json)$/.test(f),
+    );
     expect(stray).toEqual([]);
   });
 
@@ -138,11 +148,15 @@ describe('the npm package, installed into a fresh project', () => {
   // when the rest of the suite shares its two cores. The bound is for a hang, not a speed check.
   const TSC_TIMEOUT_MS = 180_000;
 
-  it.each(['node16', 'bundler'] as const)('type-checks the example and the subpaths with %s resolution, strict, exactOptionalPropertyTypes, skipLibCheck off', { timeout: TSC_TIMEOUT_MS }, async (resolution) => {
-    const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.json`], dir);
-    expect(ran.stdout + ran.stderr).toBe('');
-    expect(ran.code).toBe(0);
-  });
+  it.each(['node16', 'bundler'] as const)(
+    'type-checks the example and the subpaths with %s resolution, strict, exactOptionalPropertyTypes, skipLibCheck off',
+    { timeout: TSC_TIMEOUT_MS },
+    async (resolution) => {
+      const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.json`], dir);
+      expect(ran.stdout + ran.stderr).toBe('');
+      expect(ran.code).toBe(0);
+    },
+  );
 
   it.each(['node16', 'bundler'] as const)('refuses a mistyped call with %s resolution', { timeout: TSC_TIMEOUT_MS }, async (resolution) => {
     const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.mistyped.json`], dir);
@@ -150,14 +164,19 @@ describe('the npm package, installed into a fresh project', () => {
     expect(ran.stdout).toMatch(/mistyped\.ts\(2,23\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'/);
   });
 
-  it("serves the dashboard from the installed package: the page, its modules and the stylesheet", async () => {
+  it('serves the dashboard from the installed package: the page, its modules and the stylesheet', async () => {
     const bin = join(dir, 'node_modules', '.bin', 'subrun');
     const child = spawn(bin, ['serve', '--ws', '--port', '0', '--token', 'package-test'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
     try {
       const stderr = lineInbox(child.stderr, 'stderr of the installed serve');
       const listening = await stderr.take((l) => l.startsWith('subrun listening on '));
       const base = listening.slice('subrun listening on '.length).trim().replace(/^ws:/, 'http:').replace(/\/$/, '');
-      for (const [path, type] of [['/ui/', 'text/html'], ['/ui/app.js', 'text/javascript'], ['/ui/state.js', 'text/javascript'], ['/ui/style.css', 'text/css']] as const) {
+      for (const [path, type] of [
+        ['/ui/', 'text/html'],
+        ['/ui/app.js', 'text/javascript'],
+        ['/ui/state.js', 'text/javascript'],
+        ['/ui/style.css', 'text/css'],
+      ] as const) {
         const res = await fetch(`${base}${path}`);
         expect(res.status, path).toBe(200);
         expect(res.headers.get('content-type'), path).toContain(type);

@@ -198,7 +198,10 @@ describe('steer', () => {
   });
 
   it("refuses a steer the runner's onSteer hook vetoes, and the refusal leaves no trace", async () => {
-    const base = scripted([{ op: 'tool', name: 'work', ms: 100 }, { op: 'finish', summary: 'done' }]);
+    const base = scripted([
+      { op: 'tool', name: 'work', ms: 100 },
+      { op: 'finish', summary: 'done' },
+    ]);
     const seen: string[] = [];
     const picky: Runner = {
       ...base,
@@ -326,7 +329,12 @@ describe('scoped calls', () => {
     expect(rt.scoped.list(SCOPE_A).map((s) => s.subagent_id)).toEqual(a.subagent_ids);
     expect(rt.scoped.list({ session_id: 'sess_B', generation: 1 }).map((s) => s.subagent_id)).toEqual(b.subagent_ids);
     expect(rt.scoped.list({ session_id: 'sess_A', generation: 2 })).toEqual([]);
-    expect(rt.list().map((s) => s.subagent_id).sort()).toEqual([...a.subagent_ids, ...b.subagent_ids].sort());
+    expect(
+      rt
+        .list()
+        .map((s) => s.subagent_id)
+        .sort(),
+    ).toEqual([...a.subagent_ids, ...b.subagent_ids].sort());
   });
 
   const NOT_FOUND_TAIL = (id: string) => ({ subagent_id: id, available: false, text: '', truncated: false, offset: 0 });
@@ -535,7 +543,10 @@ describe('retention', () => {
     const local = [await runOne('l1'), await runOne('l2'), await runOne('l3')];
     const inA = [await runOne('a1', OWNER_A), await runOne('a2', OWNER_A), await runOne('a3', OWNER_A)];
     const inB = [await runOne('b1', OWNER_B)];
-    const listed = rt.list({ include_finished: true }).map((s) => s.subagent_id).sort();
+    const listed = rt
+      .list({ include_finished: true })
+      .map((s) => s.subagent_id)
+      .sort();
     expect(listed).toEqual([local[1], local[2], inA[1], inA[2], inB[0]].sort());
     expect(rt.scoped.list(SCOPE_A, { include_finished: true }).map((s) => s.subagent_id)).toEqual([inA[1], inA[2]]);
     // A dropped child is gone for tail too.

@@ -68,7 +68,10 @@ it('keeps the bystander through many interrupts that race their child’s finish
   await fc.assert(
     fc.asyncProperty(fc.integer({ min: 0, max: 12 }), async (ms) => {
       // The interrupt goes out as soon as the start is seen; the child finishes about then.
-      const quick = await spawnOne('quick', [{ op: 'sleep', ms }, { op: 'finish', summary: 'ok' }]);
+      const quick = await spawnOne('quick', [
+        { op: 'sleep', ms },
+        { op: 'finish', summary: 'ok' },
+      ]);
       await nextEvent(peer, (e) => e.type === 'subagent.start' && e.payload.subagent_id === quick);
       await call(peer, 'subagent.interrupt', { session_id, subagent_id: quick });
       const entry = (await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === quick, 15_000, 'the quick entry')).payload;

@@ -65,7 +65,12 @@ it('drops malformed messages on every subject and keeps both sides serving, stdo
     // Right after: a steer is answered `queued` and delivered by the worker (both sides read NATS).
     const r = await call<{ status: string; steer_id: string }>(peer, 'subagent.steer', { session_id, subagent_id: id, text: `after ${n}` });
     expect(r.status, `steer after a hostile message on ${subject}`).toBe('queued');
-    await nextEvent(peer, (e) => e.type === 'subagent.steer.delivered' && e.payload.steer_id === r.steer_id, 15_000, `delivery after a hostile message on ${subject}`);
+    await nextEvent(
+      peer,
+      (e) => e.type === 'subagent.steer.delivered' && e.payload.steer_id === r.steer_id,
+      15_000,
+      `delivery after a hostile message on ${subject}`,
+    );
   }
   const list = await call<{ subagents: Array<{ subagent_id: string; status: string }> }>(peer, 'subagent.list', { session_id });
   expect(list.subagents.find((s) => s.subagent_id === id)?.status).toBe('running');

@@ -29,7 +29,9 @@ class WorkerNats {
     if (subject === subjects.assign(WORKER)) return Promise.resolve({ data: encode({ ok: true }) });
     if (subject.startsWith('sr.ctl.')) {
       this.interruptsAsked++;
-      return new Promise((resolve, reject) => this.interrupts.push({ answer: () => resolve({ data: encode({ ok: true }) }), timeOut: () => reject(new errors.TimeoutError()) }));
+      return new Promise((resolve, reject) =>
+        this.interrupts.push({ answer: () => resolve({ data: encode({ ok: true }) }), timeOut: () => reject(new errors.TimeoutError()) }),
+      );
     }
     return Promise.reject(new Error(`unexpected request on ${subject}`));
   }

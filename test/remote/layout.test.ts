@@ -10,7 +10,9 @@ const SPECIFIER = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[^'"`;]*?\s+fro
 
 /** Every .ts file under src/remote/, relative to it. */
 function files(dir = REMOTE): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [relative(REMOTE, join(dir, e.name))] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [relative(REMOTE, join(dir, e.name))] : [],
+  );
 }
 
 /** The side a file under src/remote/ belongs to: control, worker, or shared. */

@@ -30,7 +30,10 @@ it('removes a lost child’s consumer and steers once NATS is back, and sets the
   const { peer } = await connectWs(srv);
   const { session_id } = await call<{ session_id: string }>(peer, 'session.create');
   await startWorker(nats.url, ['--worker-heartbeat-ms', '100']);
-  const { subagent_ids } = await call<{ subagent_ids: string[] }>(peer, 'delegation.spawn', { session_id, tasks: [scriptedTask('long', [{ op: 'say', text: 'hi' }, { op: 'hang' }])] });
+  const { subagent_ids } = await call<{ subagent_ids: string[] }>(peer, 'delegation.spawn', {
+    session_id,
+    tasks: [scriptedTask('long', [{ op: 'say', text: 'hi' }, { op: 'hang' }])],
+  });
   const id = subagent_ids[0] as string;
   await nextEvent(peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === id);
   // A steer that sits in the mailbox (the child never takes it).
@@ -43,7 +46,11 @@ it('removes a lost child’s consumer and steers once NATS is back, and sets the
   const entry = (await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 20_000, 'the lost entry')).payload;
   expect(entry).toMatchObject({ status: 'error', exit_reason: 'worker_lost' });
   await nats.restart();
-  await srv.proc.stderr.take((l) => l.includes('removed the mailbox of a finished child') && l.includes(id), 20_000, 'the mailbox cleanup after NATS came back');
+  await srv.proc.stderr.take(
+    (l) => l.includes('removed the mailbox of a finished child') && l.includes(id),
+    20_000,
+    'the mailbox cleanup after NATS came back',
+  );
   const left = await inspect(async (jsm) => {
     const names: string[] = [];
     for await (const c of jsm.consumers.list('SUBRUN_STEER')) names.push(c.name);

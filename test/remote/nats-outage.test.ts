@@ -52,13 +52,18 @@ describe('NATS lost while running', () => {
       // A new spawn waits for a worker, then fails once the outage passes its bound.
       const late = await call<{ subagent_ids: string[] }>(peer, 'delegation.spawn', { session_id, tasks: [scriptedTask('new', [{ op: 'finish' }])] });
       const lateEntry = completionEntrySchema.parse(
-        wireEntry((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === late.subagent_ids[0], 20_000, 'the new spawn failing')).payload),
+        wireEntry(
+          (await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === late.subagent_ids[0], 20_000, 'the new spawn failing'))
+            .payload,
+        ),
       );
       expect(lateEntry.status).toBe('error');
       expect(lateEntry.error).toContain('NATS unavailable');
 
       // The running child's worker is unreachable too: it is settled as lost, every steer accounted.
-      const entry = completionEntrySchema.parse(wireEntry((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 20_000, 'the lost entry')).payload));
+      const entry = completionEntrySchema.parse(
+        wireEntry((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 20_000, 'the lost entry')).payload),
+      );
       expect(entry).toMatchObject({ status: 'error', exit_reason: 'worker_lost' });
       const delivered = peer.inbox.all
         .filter(isEvent)

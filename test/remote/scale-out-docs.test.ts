@@ -51,7 +51,10 @@ it('the commands in docs/scale-out.md start a control plane and workers that run
     }
     const { peer } = await connectWs({ proc: serve, url, port: Number(new URL(url).port), token: 'secret' });
     const { session_id } = await call<{ session_id: string }>(peer, 'session.create');
-    const { subagent_ids } = await call<{ subagent_ids: string[] }>(peer, 'delegation.spawn', { session_id, tasks: [scriptedTask('from the docs', [{ op: 'finish', summary: 'ran on a worker' }])] });
+    const { subagent_ids } = await call<{ subagent_ids: string[] }>(peer, 'delegation.spawn', {
+      session_id,
+      tasks: [scriptedTask('from the docs', [{ op: 'finish', summary: 'ran on a worker' }])],
+    });
     const done = await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === subagent_ids[0]);
     expect(wireEntry(done.payload)).toMatchObject({ status: 'completed', summary: 'ran on a worker' });
   } finally {

@@ -5,7 +5,19 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completionEntrySchema } from '../../src/contract/wire.ts';
 import { startNats, startWorker, type Nats } from '../helpers/nats.ts';
-import { call, connectWs, isEvent, killAll, nextEvent, request, scriptedTask, startWsServer, type Msg, type WireEvent, type WsPeer } from '../helpers/process.ts';
+import {
+  call,
+  connectWs,
+  isEvent,
+  killAll,
+  nextEvent,
+  request,
+  scriptedTask,
+  startWsServer,
+  type Msg,
+  type WireEvent,
+  type WsPeer,
+} from '../helpers/process.ts';
 import { wireEntry } from '../helpers/wire-entry.ts';
 
 let nats: Nats;
@@ -36,7 +48,8 @@ async function spawn(h: Host, tasks: unknown[]): Promise<string[]> {
   return r.subagent_ids;
 }
 
-const steer = (h: Host, subagent_id: string, text: string) => call<{ status: string; steer_id?: string }>(h.peer, 'subagent.steer', { session_id: h.session_id, subagent_id, text });
+const steer = (h: Host, subagent_id: string, text: string) =>
+  call<{ status: string; steer_id?: string }>(h.peer, 'subagent.steer', { session_id: h.session_id, subagent_id, text });
 const eventsOf = (h: Host): WireEvent[] => h.peer.inbox.all.filter(isEvent).map((m) => (m as Msg).params as WireEvent);
 const completeOf = async (h: Host, id: string) => {
   const e = await nextEvent(h.peer, (x) => x.type === 'subagent.complete' && x.payload.subagent_id === id, 20_000, `the entry of ${id}`);
@@ -51,7 +64,9 @@ describe('children on workers', { retry: 2 }, () => {
   it('delivers a remote steer at the child’s delivery point, and tail shows it', async () => {
     const h = await controlPlane();
     await startWorker(nats.url);
-    const [id] = (await spawn(h, [scriptedTask('remote', [{ op: 'say', text: 'ready' }, { op: 'wait_steer' }, { op: 'finish', summary: 'done' }])])) as [string];
+    const [id] = (await spawn(h, [scriptedTask('remote', [{ op: 'say', text: 'ready' }, { op: 'wait_steer' }, { op: 'finish', summary: 'done' }])])) as [
+      string,
+    ];
     await nextEvent(h.peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === id);
     const r = await steer(h, id, 'go left');
     expect(r.status).toBe('queued');
@@ -86,7 +101,12 @@ describe('children on workers', { retry: 2 }, () => {
     const h = await controlPlane();
     await startWorker(nats.url, ['--max-children', '4']);
     const hang = { goal: 'grandchild', agent: { kind: 'scripted', steps: [{ op: 'hang' }] } };
-    const [parent] = (await spawn(h, [scriptedTask('parent', [{ op: 'spawn', tasks: [hang, hang] }, { op: 'finish', summary: 'never' }])])) as [string];
+    const [parent] = (await spawn(h, [
+      scriptedTask('parent', [
+        { op: 'spawn', tasks: [hang, hang] },
+        { op: 'finish', summary: 'never' },
+      ]),
+    ])) as [string];
     const started = new Set<string>();
     while (started.size < 3) started.add((await nextEvent(h.peer, (e) => e.type === 'subagent.start')).payload.subagent_id as string);
     const r = await call<{ found: boolean; interrupted: string[] }>(h.peer, 'subagent.interrupt', { session_id: h.session_id, subagent_id: parent });
@@ -119,7 +139,12 @@ describe('children on workers', { retry: 2 }, () => {
 
   it('keeps children queued while no worker exists, and runs them once one starts', async () => {
     const h = await controlPlane();
-    const [id] = (await spawn(h, [scriptedTask('patient', [{ op: 'say', text: 'ran' }, { op: 'finish', summary: 'ok' }])])) as [string];
+    const [id] = (await spawn(h, [
+      scriptedTask('patient', [
+        { op: 'say', text: 'ran' },
+        { op: 'finish', summary: 'ok' },
+      ]),
+    ])) as [string];
     const list = await call<{ subagents: Array<{ subagent_id: string; status: string }> }>(h.peer, 'subagent.list', { session_id: h.session_id });
     expect(list.subagents.find((s) => s.subagent_id === id)?.status).toBe('queued');
     expect(eventsOf(h).some((e) => e.type === 'subagent.start')).toBe(false);
@@ -130,7 +155,15 @@ describe('children on workers', { retry: 2 }, () => {
   it('fences a worker that comes back after it was declared lost', async () => {
     const h = await controlPlane(['--worker-loss-ms', '500']);
     const w = await startWorker(nats.url, ['--worker-heartbeat-ms', '100']);
-    const [id] = (await spawn(h, [scriptedTask('fenced', [{ op: 'say', text: 'before' }, { op: 'sleep', ms: 5000 }, { op: 'wait_steer' }, { op: 'say', text: 'after' }, { op: 'finish', summary: 'late' }])])) as [string];
+    const [id] = (await spawn(h, [
+      scriptedTask('fenced', [
+        { op: 'say', text: 'before' },
+        { op: 'sleep', ms: 5000 },
+        { op: 'wait_steer' },
+        { op: 'say', text: 'after' },
+        { op: 'finish', summary: 'late' },
+      ]),
+    ])) as [string];
     await nextEvent(h.peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === id);
     const s = await steer(h, id, 'wake up');
     w.proc.child.kill('SIGSTOP');

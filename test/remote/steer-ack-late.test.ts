@@ -37,9 +37,13 @@ it('accounts for a steer answered "NATS unavailable" that the worker later deliv
     nats.signal('SIGCONT');
   }
   expect(r.error).toMatchObject({ code: -32000, message: 'NATS unavailable' });
-  const entry = completionEntrySchema.parse(wireEntry((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 20_000, 'the entry')).payload));
+  const entry = completionEntrySchema.parse(
+    wireEntry((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 20_000, 'the entry')).payload),
+  );
   const tail = await call<{ text: string }>(peer, 'subagent.tail', { session_id, subagent_id: id });
-  const delivered = peer.inbox.all.some((m) => !Array.isArray(m) && m.method === 'event' && (m.params as { type: string; payload: { text?: string } }).type === 'subagent.steer.delivered');
+  const delivered = peer.inbox.all.some(
+    (m) => !Array.isArray(m) && m.method === 'event' && (m.params as { type: string; payload: { text?: string } }).type === 'subagent.steer.delivered',
+  );
   if (tail.text.includes('took a steer')) {
     // The worker delivered it: the control plane says so, exactly as for a `queued` steer.
     expect(delivered).toBe(true);

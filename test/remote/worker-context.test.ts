@@ -9,7 +9,13 @@ import { Mailbox } from '../../src/remote/worker/mailbox.ts';
 import { WorkerContext } from '../../src/remote/worker/worker-context.ts';
 import { flush, ManualClock } from '../helpers/manual-clock.ts';
 
-const assign: Assign = { child: 'sa_000000000001', epoch: 1, goal: 'g', agent: { kind: 'scripted' }, limits: { parent_id: null, depth: 0, can_delegate: true, max_batch: 2 } };
+const assign: Assign = {
+  child: 'sa_000000000001',
+  epoch: 1,
+  goal: 'g',
+  agent: { kind: 'scripted' },
+  limits: { parent_id: null, depth: 0, can_delegate: true, max_batch: 2 },
+};
 
 function rig() {
   const clock = new ManualClock();

@@ -7,7 +7,19 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { completionEntrySchema } from '../../src/contract/wire.ts';
 import { startNats, startWorker, type Nats } from '../helpers/nats.ts';
-import { call, connectWs, isEvent, killAll, nextEvent, request, scriptedTask, startWsServer, type Msg, type WireEvent, type WsPeer } from '../helpers/process.ts';
+import {
+  call,
+  connectWs,
+  isEvent,
+  killAll,
+  nextEvent,
+  request,
+  scriptedTask,
+  startWsServer,
+  type Msg,
+  type WireEvent,
+  type WsPeer,
+} from '../helpers/process.ts';
 import { wireEntry } from '../helpers/wire-entry.ts';
 
 let nats: Nats;
@@ -59,7 +71,9 @@ it('reconciles every accepted steer exactly once across a worker SIGKILL', async
       const entryEvent = await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 15_000, 'the lost entry');
       const entry = completionEntrySchema.parse(wireEntry(entryEvent.payload));
 
-      const queued = answered.filter((r) => (r.result as { status?: string } | undefined)?.status === 'queued').map((r) => (r.result as { steer_id: string }).steer_id);
+      const queued = answered
+        .filter((r) => (r.result as { status?: string } | undefined)?.status === 'queued')
+        .map((r) => (r.result as { steer_id: string }).steer_id);
       const delivered = peer.inbox.all
         .filter(isEvent)
         .map((m) => (m as Msg).params as WireEvent)

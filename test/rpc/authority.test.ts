@@ -18,13 +18,7 @@ const FOREIGN = 'FOREIGN steer';
 /** A child that waits for a steer, says something, and does so again, many times; then hangs. */
 const WAITER = {
   kind: 'scripted',
-  steps: [
-    ...Array.from({ length: 12 }, (_, i) => [
-      { op: 'wait_steer' },
-      { op: 'say', text: `round ${i + 1}` },
-    ]).flat(),
-    { op: 'hang' },
-  ],
+  steps: [...Array.from({ length: 12 }, (_, i) => [{ op: 'wait_steer' }, { op: 'say', text: `round ${i + 1}` }]).flat(), { op: 'hang' }],
 };
 const HANG = { kind: 'scripted', steps: [{ op: 'hang' }] };
 
@@ -47,7 +41,6 @@ interface Harness {
   readonly bus: BusLog;
 }
 
-
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -59,12 +52,9 @@ async function setup(kind: Kind, options: ServerOptions = {}): Promise<Harness> 
   const conns: Connection[] = [];
   let listener: WsListener | undefined;
   if (kind === 'ws') {
-    listener = await listenWs(
-      { host: '127.0.0.1', port: 0, token: TOKEN, allow_origins: [], max_message_bytes: 1024 * 1024, logger: silentLogger },
-      (t) => {
-        conns.push(server.connect(t));
-      },
-    );
+    listener = await listenWs({ host: '127.0.0.1', port: 0, token: TOKEN, allow_origins: [], max_message_bytes: 1024 * 1024, logger: silentLogger }, (t) => {
+      conns.push(server.connect(t));
+    });
   }
   const closers: Array<() => Promise<void>> = [];
   const clients: RpcTestClient[] = [];
@@ -295,7 +285,9 @@ describe.each<Kind>(['memory', 'ws'])('authority matrix over %s', (kind) => {
     await started(a.client, fresh.id);
     await expectUntouched(a.client, sa.session_id, fresh.id, [fresh.id]);
     await barrier(a.client);
-    const leaked = a.client.events.slice(beforeReset).filter((e) => oldIds.has(String(e.payload.subagent_id)) || oldDelegations.has(String(e.payload.delegation_id)));
+    const leaked = a.client.events
+      .slice(beforeReset)
+      .filter((e) => oldIds.has(String(e.payload.subagent_id)) || oldDelegations.has(String(e.payload.delegation_id)));
     expect(leaked).toEqual([]);
     const seqs = a.client.eventsWhere(aboutSession(sa.session_id)).map((e) => e.seq);
     expect(seqs).toEqual(seqs.map((_, i) => i + 1));

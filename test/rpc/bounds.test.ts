@@ -90,7 +90,11 @@ describe('a batch over max_batch', () => {
     p.send(Array.from({ length: 5 }, (_, i) => req(i + 1, 'session.create')));
     const refused = (await p.inbox.take(isReply)) as Msg;
     expect(Array.isArray(refused), JSON.stringify(refused).slice(0, 300)).toBe(false);
-    expect(refused).toEqual({ jsonrpc: '2.0', id: null, error: { code: RpcCode.InvalidRequest, message: 'Invalid Request: batch too large', data: { max_batch: 4 } } });
+    expect(refused).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: RpcCode.InvalidRequest, message: 'Invalid Request: batch too large', data: { max_batch: 4 } },
+    });
     expect(server.sessions.size).toBe(0);
 
     // Notifications count too: the batch as a whole is refused, so it is answered.
@@ -173,7 +177,13 @@ describe('the reply bytes of one message', () => {
     tooLarge(1)((await p.inbox.take(isReply)) as Msg);
 
     const long = (c: string) => c.repeat(40 * 1024);
-    await call(p, 'delegation.spawn', { session_id, tasks: [{ goal: long('a'), agent: HANG }, { goal: long('b'), agent: HANG }] });
+    await call(p, 'delegation.spawn', {
+      session_id,
+      tasks: [
+        { goal: long('a'), agent: HANG },
+        { goal: long('b'), agent: HANG },
+      ],
+    });
     p.send(req(2, 'subagent.list', { session_id }));
     tooLarge(2)((await p.inbox.take(isReply)) as Msg);
     p.send([req(3, 'server.info'), req(4, 'subagent.list', { session_id }), req(5, 'server.info')]);
@@ -238,7 +248,10 @@ describe('a transport that throws on send', () => {
 
     const { session_id, session_key } = (await call(a, 'session.create')) as { session_id: string; session_key: string };
     await call(b, 'session.attach', { session_id, session_key });
-    const spawned = (await call(a, 'delegation.spawn', { session_id, tasks: [{ goal: 'g', agent: { kind: 'scripted', steps: [{ op: 'say', text: 'hello' }, { op: 'hang' }] } }] })) as {
+    const spawned = (await call(a, 'delegation.spawn', {
+      session_id,
+      tasks: [{ goal: 'g', agent: { kind: 'scripted', steps: [{ op: 'say', text: 'hello' }, { op: 'hang' }] } }],
+    })) as {
       subagent_ids: string[];
     };
     await bus.wait((e) => e.type === 'subagent.text' && e.subagent_id === spawned.subagent_ids[0]);
@@ -249,7 +262,9 @@ describe('a transport that throws on send', () => {
     const bTypes = typesOf(b).map((e) => e.type);
     expect(bTypes).toEqual(expect.arrayContaining(['subagent.spawn_requested', 'delegation.dispatched', 'subagent.start', 'subagent.text']));
     // B's numbering has no gap: A's failures took nothing from it.
-    const seqs = typesOf(b).filter((e) => e.session_id === session_id).map((e) => e.seq);
+    const seqs = typesOf(b)
+      .filter((e) => e.session_id === session_id)
+      .map((e) => e.seq);
     expect(seqs).toEqual(seqs.map((_, i) => (seqs[0] as number) + i));
     expect(typesOf(a).map((e) => e.type)).toContain('delegation.dispatched');
     expect(typesOf(a).map((e) => e.type)).not.toContain('subagent.text');
@@ -302,7 +317,9 @@ function takeOrExit(proc: Proc, peer: Peer, pred: (m: Received) => boolean, what
   return Promise.race([
     peer.inbox.take(pred, ms, what),
     proc.exited.then((e) => {
-      throw new Error(`the server exited (code ${String(e.code)}, signal ${String(e.signal)}) before ${what}; stderr: ${proc.stderr.all.join('\n').slice(0, 600)}`);
+      throw new Error(
+        `the server exited (code ${String(e.code)}, signal ${String(e.signal)}) before ${what}; stderr: ${proc.stderr.all.join('\n').slice(0, 600)}`,
+      );
     }),
   ]);
 }
@@ -312,44 +329,50 @@ describe('serve --ws: a batch whose reply would pass the longest string V8 can m
     await killAll();
   });
 
-  it('answers 6,000 tails of 16 KiB of control characters with early replies intact, the rest -32001, and serves on: same connection and another session', { timeout: 60_000 }, async () => {
-    // The batch limit is raised through its environment twin, so that the byte bound is what
-    // applies (and so that a server without these options still starts, and shows the crash).
-    const server = await startWsServer([], { env: { SUBRUN_MAX_BATCH: '10000' } });
-    const { peer: a } = await connectWs(server);
-    const { peer: b } = await connectWs(server);
-    const rpc = async (peer: Peer, id: string, method: string, params?: Record<string, unknown>) => {
-      peer.send(JSON.stringify({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) }));
-      const m = (await takeOrExit(server.proc, peer, (x) => !Array.isArray(x) && x.id === id, `the reply to ${method}`)) as Msg;
-      if (m.error) throw new Error(`${method}: ${JSON.stringify(m.error)}`);
-      return m.result as Record<string, unknown>;
-    };
+  it(
+    'answers 6,000 tails of 16 KiB of control characters with early replies intact, the rest -32001, and serves on: same connection and another session',
+    { timeout: 60_000 },
+    async () => {
+      // The batch limit is raised through its environment twin, so that the byte bound is what
+      // applies (and so that a server without these options still starts, and shows the crash).
+      const server = await startWsServer([], { env: { SUBRUN_MAX_BATCH: '10000' } });
+      const { peer: a } = await connectWs(server);
+      const { peer: b } = await connectWs(server);
+      const rpc = async (peer: Peer, id: string, method: string, params?: Record<string, unknown>) => {
+        peer.send(JSON.stringify({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) }));
+        const m = (await takeOrExit(server.proc, peer, (x) => !Array.isArray(x) && x.id === id, `the reply to ${method}`)) as Msg;
+        if (m.error) throw new Error(`${method}: ${JSON.stringify(m.error)}`);
+        return m.result as Record<string, unknown>;
+      };
 
-    const { session_id } = (await rpc(a, 'a1', 'session.create')) as { session_id: string };
-    const spawned = (await rpc(a, 'a2', 'delegation.spawn', { session_id, tasks: [{ goal: 'noisy', agent: NOISY }] })) as { subagent_ids: string[] };
-    const subagent_id = spawned.subagent_ids[0] as string;
-    await takeOrExit(server.proc, a, (m) => !Array.isArray(m) && m.method === 'event' && (m.params as WireEvent).type === 'subagent.text', 'the noisy text');
-    const other = (await rpc(b, 'b1', 'session.create')) as { session_id: string };
+      const { session_id } = (await rpc(a, 'a1', 'session.create')) as { session_id: string };
+      const spawned = (await rpc(a, 'a2', 'delegation.spawn', { session_id, tasks: [{ goal: 'noisy', agent: NOISY }] })) as { subagent_ids: string[] };
+      const subagent_id = spawned.subagent_ids[0] as string;
+      await takeOrExit(server.proc, a, (m) => !Array.isArray(m) && m.method === 'event' && (m.params as WireEvent).type === 'subagent.text', 'the noisy text');
+      const other = (await rpc(b, 'b1', 'session.create')) as { session_id: string };
 
-    const batch = Array.from({ length: 6000 }, (_, i) => req(i, 'subagent.tail', { session_id, subagent_id }));
-    const sent = JSON.stringify(batch);
-    expect(sent.length).toBeLessThan(1024 * 1024);
-    a.send(sent);
-    const replies = (await takeOrExit(server.proc, a, (m) => Array.isArray(m), 'the batch reply')) as Msg[];
-    expect(replies).toHaveLength(6000);
-    expect(replies.map((m) => m.id)).toEqual(batch.map((r) => r.id));
-    const intact = replies.findIndex((m) => m.error !== undefined);
-    // The default bound (32 MiB) holds ~340 of these ~98 KB replies.
-    expect(intact).toBeGreaterThan(100);
-    expect(intact).toBeLessThan(1000);
-    for (const m of replies.slice(0, intact)) expect((m.result as { available: boolean; text: string }).text).toHaveLength(16 * 1024);
-    for (const m of replies.slice(intact)) tooLarge(m.id)(m);
+      const batch = Array.from({ length: 6000 }, (_, i) => req(i, 'subagent.tail', { session_id, subagent_id }));
+      const sent = JSON.stringify(batch);
+      expect(sent.length).toBeLessThan(1024 * 1024);
+      a.send(sent);
+      const replies = (await takeOrExit(server.proc, a, (m) => Array.isArray(m), 'the batch reply')) as Msg[];
+      expect(replies).toHaveLength(6000);
+      expect(replies.map((m) => m.id)).toEqual(batch.map((r) => r.id));
+      const intact = replies.findIndex((m) => m.error !== undefined);
+      // The default bound (32 MiB) holds ~340 of these ~98 KB replies.
+      expect(intact).toBeGreaterThan(100);
+      expect(intact).toBeLessThan(1000);
+      for (const m of replies.slice(0, intact)) expect((m.result as { available: boolean; text: string }).text).toHaveLength(16 * 1024);
+      for (const m of replies.slice(intact)) tooLarge(m.id)(m);
 
-    // Alive, on the same connection and for another session on another connection.
-    expect(server.proc.child.exitCode).toBeNull();
-    expect(await rpc(a, 'a3', 'server.info')).toMatchObject({ name: 'subrun' });
-    const spawn = (await rpc(b, 'b2', 'delegation.spawn', { session_id: other.session_id, tasks: [{ goal: 'calm', agent: HANG }] })) as { subagent_ids: string[] };
-    const list = (await rpc(b, 'b3', 'subagent.list', { session_id: other.session_id })) as { subagents: { subagent_id: string }[] };
-    expect(list.subagents.map((s) => s.subagent_id)).toEqual(spawn.subagent_ids);
-  });
+      // Alive, on the same connection and for another session on another connection.
+      expect(server.proc.child.exitCode).toBeNull();
+      expect(await rpc(a, 'a3', 'server.info')).toMatchObject({ name: 'subrun' });
+      const spawn = (await rpc(b, 'b2', 'delegation.spawn', { session_id: other.session_id, tasks: [{ goal: 'calm', agent: HANG }] })) as {
+        subagent_ids: string[];
+      };
+      const list = (await rpc(b, 'b3', 'subagent.list', { session_id: other.session_id })) as { subagents: { subagent_id: string }[] };
+      expect(list.subagents.map((s) => s.subagent_id)).toEqual(spawn.subagent_ids);
+    },
+  );
 });

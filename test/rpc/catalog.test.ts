@@ -164,7 +164,13 @@ describe('catalogDiff', () => {
       events: { missing: [], extra: ['subagent.bogus'] },
     });
     // A name the code dropped (no longer emitted) shows up as extra too.
-    expect(catalogDiff(truth, registered, emitted.filter((e) => e !== 'subagent.thinking'))).toEqual({
+    expect(
+      catalogDiff(
+        truth,
+        registered,
+        emitted.filter((e) => e !== 'subagent.thinking'),
+      ),
+    ).toEqual({
       ...clean,
       events: { missing: [], extra: ['subagent.thinking'] },
     });

@@ -83,8 +83,16 @@ const j = (v: unknown) => JSON.stringify(v);
 const VECTORS: readonly Vector[] = [
   // --- the spec's examples, adapted ---
   { name: 'call with named params', send: '{"jsonrpc":"2.0","method":"server.info","params":{},"id":1}', reply: isResult(1, isServerInfo) },
-  { name: 'call with named params (session.create)', send: '{"jsonrpc":"2.0","method":"session.create","params":{"title":"subtract"},"id":2}', reply: isResult(2, isNewSession) },
-  { name: 'call with positional params is -32602 (params must be an object)', send: '{"jsonrpc":"2.0","method":"server.info","params":[42,23],"id":3}', reply: invalidParams(3) },
+  {
+    name: 'call with named params (session.create)',
+    send: '{"jsonrpc":"2.0","method":"session.create","params":{"title":"subtract"},"id":2}',
+    reply: isResult(2, isNewSession),
+  },
+  {
+    name: 'call with positional params is -32602 (params must be an object)',
+    send: '{"jsonrpc":"2.0","method":"server.info","params":[42,23],"id":3}',
+    reply: invalidParams(3),
+  },
   { name: 'a notification gets no reply', send: '{"jsonrpc":"2.0","method":"server.info","params":{}}', reply: null },
   { name: 'a notification without params gets no reply', send: '{"jsonrpc":"2.0","method":"session.create"}', reply: null },
   { name: 'a notification of an unknown method gets no reply', send: '{"jsonrpc":"2.0","method":"foobar"}', reply: null },
@@ -156,9 +164,17 @@ const VECTORS: readonly Vector[] = [
   { name: 'an object id: -32600 id null', send: '{"jsonrpc":"2.0","method":"server.info","id":{"a":1}}', reply: isError(INVALID_REQUEST, null) },
   { name: 'an array id: -32600 id null', send: '{"jsonrpc":"2.0","method":"server.info","id":[1]}', reply: isError(INVALID_REQUEST, null) },
   { name: 'a boolean id: -32600 id null', send: '{"jsonrpc":"2.0","method":"server.info","id":true}', reply: isError(INVALID_REQUEST, null) },
-  { name: 'an id that overflows to Infinity: -32600 id null', send: '{"jsonrpc":"2.0","method":"server.info","id":1e400}', reply: isError(INVALID_REQUEST, null) },
+  {
+    name: 'an id that overflows to Infinity: -32600 id null',
+    send: '{"jsonrpc":"2.0","method":"server.info","id":1e400}',
+    reply: isError(INVALID_REQUEST, null),
+  },
   { name: 'id null is a request, answered with id null', send: '{"jsonrpc":"2.0","method":"server.info","id":null}', reply: isResult(null, isServerInfo) },
-  { name: 'a string id is echoed', send: '{"jsonrpc":"2.0","method":"server.info","id":"abc-\\u00e9-\\ud83d\\ude00"}', reply: isResult('abc-é-😀', isServerInfo) },
+  {
+    name: 'a string id is echoed',
+    send: '{"jsonrpc":"2.0","method":"server.info","id":"abc-\\u00e9-\\ud83d\\ude00"}',
+    reply: isResult('abc-é-😀', isServerInfo),
+  },
   { name: 'an empty string id is echoed', send: '{"jsonrpc":"2.0","method":"server.info","id":""}', reply: isResult('', isServerInfo) },
   { name: 'a number id is echoed', send: '{"jsonrpc":"2.0","method":"server.info","id":42}', reply: isResult(42, isServerInfo) },
   { name: 'id 0 is echoed', send: '{"jsonrpc":"2.0","method":"server.info","id":0}', reply: isResult(0, isServerInfo) },
@@ -166,10 +182,16 @@ const VECTORS: readonly Vector[] = [
   { name: 'an id on an error reply is echoed', send: '{"jsonrpc":"2.0","method":"nope","id":"e1"}', reply: isError(RpcCode.MethodNotFound, 'e1') },
 
   // --- method names that exist on every JS object ---
-  ...['__proto__', 'toString', 'constructor', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', '__defineGetter__', 'prototype', ''].map(
-    (method): Vector => ({ name: `method ${JSON.stringify(method)}: -32601`, send: j({ jsonrpc: '2.0', method, id: `m-${method}` }), reply: isError(RpcCode.MethodNotFound, `m-${method}`) }),
-  ),
-  { name: 'a method-not-found message names the method', send: '{"jsonrpc":"2.0","method":"session.frobnicate","id":"mn"}', reply: (r) => expect((r as Msg).error?.message).toContain('session.frobnicate') },
+  ...['__proto__', 'toString', 'constructor', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', '__defineGetter__', 'prototype', ''].map((method): Vector => ({
+    name: `method ${JSON.stringify(method)}: -32601`,
+    send: j({ jsonrpc: '2.0', method, id: `m-${method}` }),
+    reply: isError(RpcCode.MethodNotFound, `m-${method}`),
+  })),
+  {
+    name: 'a method-not-found message names the method',
+    send: '{"jsonrpc":"2.0","method":"session.frobnicate","id":"mn"}',
+    reply: (r) => expect((r as Msg).error?.message).toContain('session.frobnicate'),
+  },
 
   // --- params ---
   { name: 'params a string: -32602', send: '{"jsonrpc":"2.0","method":"server.info","params":"bar","id":20}', reply: invalidParams(20) },
@@ -177,10 +199,14 @@ const VECTORS: readonly Vector[] = [
   { name: 'params a boolean: -32602', send: '{"jsonrpc":"2.0","method":"session.create","params":true,"id":22}', reply: invalidParams(22) },
   { name: 'params an array: -32602', send: '{"jsonrpc":"2.0","method":"session.create","params":[],"id":23}', reply: invalidParams(23) },
   { name: 'params null: -32602', send: '{"jsonrpc":"2.0","method":"session.create","params":null,"id":24}', reply: invalidParams(24) },
-  { name: 'params of the wrong type for a field: -32602 naming the field', send: '{"jsonrpc":"2.0","method":"session.create","params":{"title":5},"id":25}', reply: (r) => {
-    isError(RpcCode.InvalidParams, 25)(r);
-    expect(JSON.stringify((r as Msg).error?.data)).toContain('title');
-  } },
+  {
+    name: 'params of the wrong type for a field: -32602 naming the field',
+    send: '{"jsonrpc":"2.0","method":"session.create","params":{"title":5},"id":25}',
+    reply: (r) => {
+      isError(RpcCode.InvalidParams, 25)(r);
+      expect(JSON.stringify((r as Msg).error?.data)).toContain('title');
+    },
+  },
   { name: 'missing params is the same as {} (server.info)', send: '{"jsonrpc":"2.0","method":"server.info","id":26}', reply: isResult(26, isServerInfo) },
   { name: 'missing params is the same as {} (session.create)', send: '{"jsonrpc":"2.0","method":"session.create","id":27}', reply: isResult(27, isNewSession) },
   {
@@ -188,9 +214,17 @@ const VECTORS: readonly Vector[] = [
     send: '{"jsonrpc":"2.0","method":"session.create","params":{"title":"t","owner_transport":"tr_1","transport_id":"tr_999","zzz":[1]},"id":28}',
     reply: isResult(28, isNewSession),
   },
-  { name: 'unknown params are ignored (server.info)', send: '{"jsonrpc":"2.0","method":"server.info","params":{"x":1},"id":29}', reply: isResult(29, isServerInfo) },
+  {
+    name: 'unknown params are ignored (server.info)',
+    send: '{"jsonrpc":"2.0","method":"server.info","params":{"x":1},"id":29}',
+    reply: isResult(29, isServerInfo),
+  },
   { name: 'unknown envelope members are ignored', send: '{"jsonrpc":"2.0","method":"server.info","id":30,"extra":true}', reply: isResult(30, isServerInfo) },
-  { name: 'a domain error keeps its code and the id', send: '{"jsonrpc":"2.0","method":"subagent.list","params":{"session_id":"ses_nope"},"id":31}', reply: isError(4001, 31) },
+  {
+    name: 'a domain error keeps its code and the id',
+    send: '{"jsonrpc":"2.0","method":"subagent.list","params":{"session_id":"ses_nope"},"id":31}',
+    reply: isError(4001, 31),
+  },
 ];
 
 const TRANSPORTS = [
@@ -233,7 +267,9 @@ describe.each(TRANSPORTS)('JSON-RPC 2.0 conformance over $name', ({ start }) => 
   });
 
   it('a batch of many calls gets every response exactly once', async () => {
-    const batch = Array.from({ length: 50 }, (_, i) => (i % 5 === 0 ? { jsonrpc: '2.0', method: 'server.info' } : { jsonrpc: '2.0', method: 'server.info', id: i }));
+    const batch = Array.from({ length: 50 }, (_, i) =>
+      i % 5 === 0 ? { jsonrpc: '2.0', method: 'server.info' } : { jsonrpc: '2.0', method: 'server.info', id: i },
+    );
     peer.send(j(batch));
     const r = await nextReply(peer);
     expect(Array.isArray(r)).toBe(true);
@@ -267,7 +303,8 @@ describe('-32603 never leaks a stack', () => {
         },
       }),
     );
-    const boom: RpcMethod = { call: () => {
+    const boom: RpcMethod = {
+      call: () => {
         throw new Error('kaboom: private path /etc/secret');
       },
     };
@@ -275,7 +312,17 @@ describe('-32603 never leaks a stack', () => {
     const { server, client } = memoryPair();
     const replies: string[] = [];
     client.onmessage = (t) => replies.push(t);
-    const conn = new Connection('tr_test', server, new Map([['boom', boom], ['async.boom', asyncBoom]]), {} as Services, logger, () => undefined);
+    const conn = new Connection(
+      'tr_test',
+      server,
+      new Map([
+        ['boom', boom],
+        ['async.boom', asyncBoom],
+      ]),
+      {} as Services,
+      logger,
+      () => undefined,
+    );
     conn.start();
     await conn.handle('{"jsonrpc":"2.0","method":"boom","id":1}');
     await conn.handle('[{"jsonrpc":"2.0","method":"async.boom","id":2},{"jsonrpc":"2.0","method":"boom"}]');

@@ -141,13 +141,24 @@ describe('runner faults over the wire', () => {
     const { session_id } = await sessionOn(client);
     const spawned = await ok(client, 'delegation.spawn', {
       session_id,
-      tasks: [{ goal: 'throws', agent: { kind: 'fault', mode: 'throw-sync' } }, scriptedTask('fine', [{ op: 'tool', name: 'grep' }, { op: 'finish', summary: 'fine' }])],
+      tasks: [
+        { goal: 'throws', agent: { kind: 'fault', mode: 'throw-sync' } },
+        scriptedTask('fine', [
+          { op: 'tool', name: 'grep' },
+          { op: 'finish', summary: 'fine' },
+        ]),
+      ],
     });
     const [bad, good] = spawned.subagent_ids as [string, string];
     const done = await client.waitForEvent(isEvent('delegation.complete'));
     expect((done.payload.results as Array<{ status: string }>).map((r) => r.status)).toEqual(['error', 'completed']);
     expect(completesOf(client, bad)).toHaveLength(1);
-    expect(entryOf(completesOf(client, bad)[0] as WireEvent)).toMatchObject({ status: 'error', error: 'sync kaput', summary: 'about to throw', model: 'fault-throw-sync' });
+    expect(entryOf(completesOf(client, bad)[0] as WireEvent)).toMatchObject({
+      status: 'error',
+      error: 'sync kaput',
+      summary: 'about to throw',
+      model: 'fault-throw-sync',
+    });
     expect(completesOf(client, good)).toHaveLength(1);
     expect(await ok(client, 'subagent.steer', { session_id, subagent_id: bad, text: 'too late' })).toMatchObject({ status: 'rejected' });
     expect(await ok(client, 'server.info')).toMatchObject({ name: 'subrun' });
@@ -179,7 +190,15 @@ describe('runner faults over the wire', () => {
     const { client } = connectMemory(server);
     const { session_id } = await sessionOn(client);
     const first = await ok(client, 'delegation.spawn', { session_id, tasks: [{ goal: 'never returns', agent: { kind: 'fault', mode: 'never' } }] });
-    const second = await ok(client, 'delegation.spawn', { session_id, tasks: [scriptedTask('waits for a slot', [{ op: 'say', text: 'my turn' }, { op: 'finish', summary: 'ran' }])] });
+    const second = await ok(client, 'delegation.spawn', {
+      session_id,
+      tasks: [
+        scriptedTask('waits for a slot', [
+          { op: 'say', text: 'my turn' },
+          { op: 'finish', summary: 'ran' },
+        ]),
+      ],
+    });
     const stuck = first.subagent_ids[0] as string;
     const queued = second.subagent_ids[0] as string;
     await client.waitForEvent(isEvent('subagent.tool', stuck));
@@ -241,7 +260,10 @@ describe('runner faults over the wire', () => {
     const { server, clock, h, bus } = faultServer();
     const { client } = connectMemory(server);
     const { session_id } = await sessionOn(client);
-    const { subagent_ids } = await ok(client, 'delegation.spawn', { session_id, tasks: [{ goal: 'stubborn', agent: { kind: 'fault', mode: 'ignore-abort', ticks: 200 } }] });
+    const { subagent_ids } = await ok(client, 'delegation.spawn', {
+      session_id,
+      tasks: [{ goal: 'stubborn', agent: { kind: 'fault', mode: 'ignore-abort', ticks: 200 } }],
+    });
     const id = subagent_ids[0] as string;
     await clock.advance(300);
     expect(h.ticks.get(id)).toBe(3);
@@ -269,7 +291,10 @@ describe('runner faults over the wire', () => {
     expect(client.events.length).toBe(seen);
     expect(bus.length).toBe(busSeen);
     expect(await ok(client, 'subagent.tail', { session_id, subagent_id: id })).toEqual(tail);
-    expect((await ok(client, 'subagent.list', { session_id, include_finished: true })).subagents[0]).toMatchObject({ status: 'interrupted', tool_count: ticksAtEnd });
+    expect((await ok(client, 'subagent.list', { session_id, include_finished: true })).subagents[0]).toMatchObject({
+      status: 'interrupted',
+      tool_count: ticksAtEnd,
+    });
     expect(completesOf(client, id)).toHaveLength(1);
   });
 
@@ -277,13 +302,20 @@ describe('runner faults over the wire', () => {
     const { server, clock } = faultServer();
     const { client } = connectMemory(server);
     const { session_id } = await sessionOn(client);
-    const { subagent_ids } = await ok(client, 'delegation.spawn', { session_id, tasks: [{ goal: 'late return', agent: { kind: 'fault', mode: 'ignore-abort', ticks: 5 } }] });
+    const { subagent_ids } = await ok(client, 'delegation.spawn', {
+      session_id,
+      tasks: [{ goal: 'late return', agent: { kind: 'fault', mode: 'ignore-abort', ticks: 5 } }],
+    });
     const id = subagent_ids[0] as string;
     await clock.advance(200);
     await ok(client, 'subagent.interrupt', { session_id, subagent_id: id });
     await clock.advance(300);
     const complete = await client.waitForEvent(isEvent('subagent.complete', id));
-    expect(entryOf(complete)).toMatchObject({ status: 'interrupted', summary: 'finished anyway', tool_trace: Array.from({ length: 5 }, () => ({ tool: 'work', status: 'ok' })) });
+    expect(entryOf(complete)).toMatchObject({
+      status: 'interrupted',
+      summary: 'finished anyway',
+      tool_trace: Array.from({ length: 5 }, () => ({ tool: 'work', status: 'ok' })),
+    });
   });
 
   it('shutdown with a runner that never settles ends after the grace, and the completion is sent before the connection closes', async () => {
@@ -377,7 +409,10 @@ describe('a connection dropped in the middle of a steer', () => {
     cleanups.push(() => listener.close());
     const a = await connectWs(listener.url, 'faults');
     const { session_id, session_key } = await ok(a.client, 'session.create', {});
-    const { subagent_ids } = await ok(a.client, 'delegation.spawn', { session_id, tasks: [scriptedTask('hangs', [{ op: 'hang' }]), scriptedTask('waits', [...Array.from({ length: 40 }, () => ({ op: 'wait_steer' })), { op: 'hang' }])] });
+    const { subagent_ids } = await ok(a.client, 'delegation.spawn', {
+      session_id,
+      tasks: [scriptedTask('hangs', [{ op: 'hang' }]), scriptedTask('waits', [...Array.from({ length: 40 }, () => ({ op: 'wait_steer' })), { op: 'hang' }])],
+    });
     await a.close();
     const texts: string[] = [];
     for (let i = 0; i < 40; i++) {
@@ -427,14 +462,22 @@ describe('a connection dropped in the middle of a batch', () => {
     const { server, bus } = faultServer();
     const a = connectMemory(server);
     const { session_id, session_key } = await sessionOn(a.client);
-    const { subagent_ids } = await ok(a.client, 'delegation.spawn', { session_id, tasks: [scriptedTask('one', [{ op: 'hang' }]), scriptedTask('two', [{ op: 'hang' }]), scriptedTask('three', [{ op: 'hang' }])] });
+    const { subagent_ids } = await ok(a.client, 'delegation.spawn', {
+      session_id,
+      tasks: [scriptedTask('one', [{ op: 'hang' }]), scriptedTask('two', [{ op: 'hang' }]), scriptedTask('three', [{ op: 'hang' }])],
+    });
     const [one, two, three] = subagent_ids as [string, string, string];
     a.close();
     const dropping = connectDroppingAfter(server, (t) => t.startsWith('['));
     await ok(dropping, 'session.attach', { session_id, session_key });
     const batch = [
       { jsonrpc: '2.0', id: 'b1', method: 'subagent.steer', params: { session_id, subagent_id: one, text: 'batch steer one' } },
-      { jsonrpc: '2.0', id: 'b2', method: 'delegation.spawn', params: { session_id, tasks: [scriptedTask('batch child', [{ op: 'hang' }]), scriptedTask('batch child', [{ op: 'hang' }])] } },
+      {
+        jsonrpc: '2.0',
+        id: 'b2',
+        method: 'delegation.spawn',
+        params: { session_id, tasks: [scriptedTask('batch child', [{ op: 'hang' }]), scriptedTask('batch child', [{ op: 'hang' }])] },
+      },
       { jsonrpc: '2.0', id: 'b3', method: 'subagent.interrupt', params: { session_id, subagent_id: three } },
       { jsonrpc: '2.0', id: 'b4', method: 'subagent.steer', params: { session_id, subagent_id: two, text: 'batch steer two' } },
       { jsonrpc: '2.0', id: 'b5', method: 'subagent.list', params: { session_id } },
@@ -470,12 +513,20 @@ describe('a connection dropped in the middle of a batch', () => {
     for (let i = 0; i < 12; i++) {
       const a = await connectWs(listener.url, 'faults');
       const { session_id, session_key } = await ok(a.client, 'session.create', {});
-      const { subagent_ids } = await ok(a.client, 'delegation.spawn', { session_id, tasks: [scriptedTask('s', [{ op: 'hang' }]), scriptedTask('i', [{ op: 'hang' }])] });
+      const { subagent_ids } = await ok(a.client, 'delegation.spawn', {
+        session_id,
+        tasks: [scriptedTask('s', [{ op: 'hang' }]), scriptedTask('i', [{ op: 'hang' }])],
+      });
       const [steered, stopped] = subagent_ids as [string, string];
       const text = `ws batch ${i}`;
       const batch = [
         { jsonrpc: '2.0', id: 1, method: 'subagent.steer', params: { session_id, subagent_id: steered, text } },
-        { jsonrpc: '2.0', id: 2, method: 'delegation.spawn', params: { session_id, tasks: [scriptedTask(`pair ${i}`, [{ op: 'hang' }]), scriptedTask(`pair ${i}`, [{ op: 'hang' }])] } },
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'delegation.spawn',
+          params: { session_id, tasks: [scriptedTask(`pair ${i}`, [{ op: 'hang' }]), scriptedTask(`pair ${i}`, [{ op: 'hang' }])] },
+        },
         { jsonrpc: '2.0', id: 3, method: 'subagent.interrupt', params: { session_id, subagent_id: stopped } },
       ];
       const gone = a.client.closed;
@@ -516,9 +567,12 @@ describe('exactly one response per request', () => {
   const def = (call: () => unknown): RpcMethod => ({ call });
   const METHODS = new Map<string, RpcMethod>([
     ['ok', def(() => ({ fine: true }))],
-    ['throws', def(() => {
-      throw new Error('sync failure with a /secret/path.ts');
-    })],
+    [
+      'throws',
+      def(() => {
+        throw new Error('sync failure with a /secret/path.ts');
+      }),
+    ],
     ['rejects', def(() => Promise.reject(new RangeError('async failure')))],
     ['bigint', def(() => ({ n: 10n }))],
     ['circular', def(() => circular)],
@@ -582,7 +636,10 @@ describe('exactly one response per request', () => {
         for (const r of replies) {
           expect(Object.hasOwn(r, 'result') !== Object.hasOwn(r, 'error'), JSON.stringify(r)).toBe(true);
           const method = (msgs.find((m) => 'id' in m && m.id === r.id) as { method: string; jsonrpc: string }).method;
-          if (['throws', 'rejects', 'bigint', 'circular'].includes(method) && (msgs.find((m) => 'id' in m && m.id === r.id) as { jsonrpc: string }).jsonrpc === '2.0') {
+          if (
+            ['throws', 'rejects', 'bigint', 'circular'].includes(method) &&
+            (msgs.find((m) => 'id' in m && m.id === r.id) as { jsonrpc: string }).jsonrpc === '2.0'
+          ) {
             expect(r.error).toEqual({ code: -32603, message: 'Internal error' });
           }
         }
@@ -715,7 +772,10 @@ describe('SIGTERM with children running', () => {
       session_id,
       tasks: [scriptedTask('parent', parentSteps), scriptedTask('parent', parentSteps)],
     });
-    const second = await call<{ subagent_ids: string[]; delegation_id: string }>(a, 'delegation.spawn', { session_id, tasks: [scriptedTask('queued', [{ op: 'hang' }])] });
+    const second = await call<{ subagent_ids: string[]; delegation_id: string }>(a, 'delegation.spawn', {
+      session_id,
+      tasks: [scriptedTask('queued', [{ op: 'hang' }])],
+    });
     // Two parents and four grandchildren start; the third first-level child waits for a slot.
     const starts: ProcEvent[] = [];
     for (let i = 0; i < 6; i++) starts.push(await nextEvent(a, (e) => e.type === 'subagent.start', WAIT_MS, 'six starts'));
@@ -728,7 +788,10 @@ describe('SIGTERM with children running', () => {
     // A second session, parked: its creator is gone, its children run on.
     const { peer: b } = await connectWsProc(server);
     const sb = await call<{ session_id: string }>(b, 'session.create');
-    const parked = await call<{ subagent_ids: string[] }>(b, 'delegation.spawn', { session_id: sb.session_id, tasks: [scriptedTask('parked', [{ op: 'hang' }]), scriptedTask('parked', [{ op: 'hang' }])] });
+    const parked = await call<{ subagent_ids: string[] }>(b, 'delegation.spawn', {
+      session_id: sb.session_id,
+      tasks: [scriptedTask('parked', [{ op: 'hang' }]), scriptedTask('parked', [{ op: 'hang' }])],
+    });
     await nextEvent(b, (e) => e.type === 'subagent.start');
     await nextEvent(b, (e) => e.type === 'subagent.start');
     await b.close();
@@ -745,7 +808,8 @@ describe('SIGTERM with children running', () => {
       order.push(id);
     }
     const delegations = new Set<string>();
-    for (let i = 0; i < 4; i++) delegations.add((await nextEvent(a, (x) => x.type === 'delegation.complete', WAIT_MS, 'every delegation')).payload.delegation_id as string);
+    for (let i = 0; i < 4; i++)
+      delegations.add((await nextEvent(a, (x) => x.type === 'delegation.complete', WAIT_MS, 'every delegation')).payload.delegation_id as string);
     expect(delegations.has(first.delegation_id) && delegations.has(second.delegation_id)).toBe(true);
     const closed = await (a as Peer & { closed: Promise<{ code: number }> }).closed;
     const exit = await server.proc.waitExit(BOUND_MS);
@@ -764,9 +828,14 @@ describe('SIGTERM with children running', () => {
     await server.proc.stderr.whenEnded();
     const logs = logLines(server.proc);
     for (const id of [...parked.subagent_ids, ...sessionA]) {
-      expect(logs.filter((l) => l.msg === 'child completed' && l.subagent_id === id).map((l) => l.status), id).toEqual(['interrupted']);
+      expect(
+        logs.filter((l) => l.msg === 'child completed' && l.subagent_id === id).map((l) => l.status),
+        id,
+      ).toEqual(['interrupted']);
     }
-    console.log(`[faults] SIGTERM with ${sessionA.length + parked.subagent_ids.length} children (running, queued, grandchildren, parked): exit 0 after ${elapsed} ms (bound ${BOUND_MS} ms)`);
+    console.log(
+      `[faults] SIGTERM with ${sessionA.length + parked.subagent_ids.length} children (running, queued, grandchildren, parked): exit 0 after ${elapsed} ms (bound ${BOUND_MS} ms)`,
+    );
   });
 });
 
@@ -825,7 +894,11 @@ describe('SIGKILL of a client process', () => {
     client.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
     // The server saw the connection go (the kernel closed the socket), and parked the session.
-    await server.proc.stderr.take((l) => l.includes('"msg":"connection closed"') && l.includes(`"transport":"${String(opened)}"`), WAIT_MS, 'the dead client’s connection to close');
+    await server.proc.stderr.take(
+      (l) => l.includes('"msg":"connection closed"') && l.includes(`"transport":"${String(opened)}"`),
+      WAIT_MS,
+      'the dead client’s connection to close',
+    );
 
     const { peer } = await connectWsProc(server);
     expect(await call(peer, 'server.info')).toMatchObject({ name: 'subrun' });

@@ -272,7 +272,9 @@ async function runOps(ops: readonly Op[], run: number): Promise<string[]> {
         count(`attach (${op.key === 'right' ? 'right key' : 'wrong key'})`, target !== undefined);
         if (!target) return expectNotOwned(what, r);
         const live = liveOf(target).filter((x) => x.gen === target.gen).length;
-        return expectResult(what, r, (x) => (x.generation === target.gen && x.live_subagents === live ? undefined : `expected generation ${target.gen}, ${live} live`));
+        return expectResult(what, r, (x) =>
+          x.generation === target.gen && x.live_subagents === live ? undefined : `expected generation ${target.gen}, ${live} live`,
+        );
       }
       case 'detach': {
         const r = await callOn(conn, 'session.detach', { session_id: sid });
@@ -327,11 +329,15 @@ async function runOps(ops: readonly Op[], run: number): Promise<string[]> {
         count(queued ? 'steer' : 'steer (foreign, retired, finished or unknown child)', queued);
         if (!queued) {
           refusedSteers.push(text);
-          return expectResult(what, r, (x) => (same(Object.keys(x), ['status', 'subagent_id', 'text']) && x.status === 'rejected' && x.text === text ? undefined : 'expected rejected'));
+          return expectResult(what, r, (x) =>
+            same(Object.keys(x), ['status', 'subagent_id', 'text']) && x.status === 'rejected' && x.text === text ? undefined : 'expected rejected',
+          );
         }
         child?.accepted.push(text);
         totalAccepted += 1;
-        return expectResult(what, r, (x) => (x.status === 'queued' && x.text === text && typeof x.steer_id === 'string' && !('delivered' in x) ? undefined : 'expected queued'));
+        return expectResult(what, r, (x) =>
+          x.status === 'queued' && x.text === text && typeof x.steer_id === 'string' && !('delivered' in x) ? undefined : 'expected queued',
+        );
       }
       case 'tail': {
         const child = childFor(op.k);
@@ -360,14 +366,30 @@ async function runOps(ops: readonly Op[], run: number): Promise<string[]> {
         count('list', ok);
         if (!ok) return expectNotOwned(what, r);
         const want = children.filter((x) => x.session === session && x.gen === session?.gen && (op.finished || !x.done)).map((x) => x.id);
-        return expectResult(what, r, (x) => (same((x.subagents as Array<{ subagent_id: string }>).map((y) => y.subagent_id), want) ? undefined : `expected ${want.join(',')}`));
+        return expectResult(what, r, (x) =>
+          same(
+            (x.subagents as Array<{ subagent_id: string }>).map((y) => y.subagent_id),
+            want,
+          )
+            ? undefined
+            : `expected ${want.join(',')}`,
+        );
       }
       case 'status': {
         const r = await callOn(conn, 'delegation.status', { session_id: sid });
         count('status', ok);
         if (!ok) return expectNotOwned(what, r);
-        const want = liveOf(session as MSession).filter((x) => x.gen === session?.gen).map((x) => x.id);
-        return expectResult(what, r, (x) => (same((x.active as Array<{ subagent_id: string }>).map((y) => y.subagent_id), want) && x.paused === false ? undefined : `expected ${want.join(',')}`));
+        const want = liveOf(session as MSession)
+          .filter((x) => x.gen === session?.gen)
+          .map((x) => x.id);
+        return expectResult(what, r, (x) =>
+          same(
+            (x.active as Array<{ subagent_id: string }>).map((y) => y.subagent_id),
+            want,
+          ) && x.paused === false
+            ? undefined
+            : `expected ${want.join(',')}`,
+        );
       }
       case 'interrupt': {
         const child = childFor(op.k);
@@ -400,7 +422,12 @@ async function runOps(ops: readonly Op[], run: number): Promise<string[]> {
         continue;
       }
       const want = children.filter((ch) => ch.session === x && ch.gen === x.gen);
-      if (!same(got.map((y) => y.subagent_id), want.map((ch) => ch.id))) {
+      if (
+        !same(
+          got.map((y) => y.subagent_id),
+          want.map((ch) => ch.id),
+        )
+      ) {
         fail(`after op ${i}: ${x.id} lists ${got.map((y) => y.subagent_id).join(',')}, the model says ${want.map((ch) => ch.id).join(',')}`);
         continue;
       }
@@ -428,7 +455,13 @@ async function runOps(ops: readonly Op[], run: number): Promise<string[]> {
     const busText = JSON.stringify(bus);
     for (const text of refusedSteers) if (busText.includes(text)) fail(`refused steer ${text} left a trace`);
     const spawned = bus.filter((e) => e.type === 'subagent.spawn_requested').map((e) => e.subagent_id as string);
-    if (!same(spawned, children.map((ch) => ch.id))) fail(`the runtime spawned ${spawned.join(',')}, the model knows ${children.map((ch) => ch.id).join(',')}`);
+    if (
+      !same(
+        spawned,
+        children.map((ch) => ch.id),
+      )
+    )
+      fail(`the runtime spawned ${spawned.join(',')}, the model knows ${children.map((ch) => ch.id).join(',')}`);
     for (const ch of children) {
       const completes = bus.filter((e) => e.type === 'subagent.complete' && e.subagent_id === ch.id);
       if (completes.length !== 1) {
@@ -464,7 +497,9 @@ describe('authority fuzzing: random create/attach/detach/drop/reset/close/expire
       { numRuns: RUNS },
     );
     const rows = [...tally.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([op, t]) => `${op}: ${t.allowed} allowed, ${t.refused} refused`);
-    console.log(`[fuzz.authority] ${run} runs, ${totalOps} ops; ${totalAccepted} steers accepted (${totalDelivered} delivered, ${totalMissed} missed)\n  ${rows.join('\n  ')}`);
+    console.log(
+      `[fuzz.authority] ${run} runs, ${totalOps} ops; ${totalAccepted} steers accepted (${totalDelivered} delivered, ${totalMissed} missed)\n  ${rows.join('\n  ')}`,
+    );
     // The runs really exercised both sides of every rule.
     for (const op of ['attach (right key)', 'detach', 'reset', 'close', 'spawn', 'steer', 'tail', 'list', 'status', 'interrupt']) {
       expect(tally.get(op)?.allowed ?? 0, `${op} allowed`).toBeGreaterThan(0);
@@ -472,7 +507,11 @@ describe('authority fuzzing: random create/attach/detach/drop/reset/close/expire
     }
     expect(tally.get('attach (wrong key)')?.refused ?? 0).toBeGreaterThan(0);
     expect(tally.get('attach (wrong key)')?.allowed ?? 0).toBe(0);
-    for (const op of ['steer (foreign, retired, finished or unknown child)', 'tail (foreign, retired or unknown child)', 'interrupt (foreign, retired, finished or unknown child)']) {
+    for (const op of [
+      'steer (foreign, retired, finished or unknown child)',
+      'tail (foreign, retired or unknown child)',
+      'interrupt (foreign, retired, finished or unknown child)',
+    ]) {
       expect(tally.get(op)?.refused ?? 0, op).toBeGreaterThan(0);
     }
     expect(totalDelivered).toBeGreaterThan(0);

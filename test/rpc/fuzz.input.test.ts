@@ -93,8 +93,7 @@ class Wire {
       Object.hasOwn(item, 'id') &&
       (item.id === null || typeof item.id === 'string' || typeof item.id === 'number') &&
       Object.hasOwn(item, 'result') !== Object.hasOwn(item, 'error') &&
-      (!Object.hasOwn(item, 'error') ||
-        (isObject(item.error) && Number.isInteger(item.error.code) && typeof item.error.message === 'string'));
+      (!Object.hasOwn(item, 'error') || (isObject(item.error) && Number.isInteger(item.error.code) && typeof item.error.message === 'string'));
     if (!ok) {
       this.malformed.push(`${inBatch ? 'batch item' : 'message'}: ${text.slice(0, 300)}`);
       return;
@@ -162,7 +161,17 @@ interface Raw {
 const raw = (text: string): Raw => ({ __raw: text });
 const isRaw = (v: unknown): v is Raw => isObject(v) && typeof v.__raw === 'string' && Object.keys(v).length === 1;
 
-const HUGE = ['1e400', '-1e400', '123456789012345678901234567890', '1e-400', '-0', '9007199254740993', '1.7976931348623157e308', '-1.7976931348623157e308', '0.1e-999999'];
+const HUGE = [
+  '1e400',
+  '-1e400',
+  '123456789012345678901234567890',
+  '1e-400',
+  '-0',
+  '9007199254740993',
+  '1.7976931348623157e308',
+  '-1.7976931348623157e308',
+  '0.1e-999999',
+];
 
 const deepArray = (d: number) => raw(`${'['.repeat(d)}${']'.repeat(d)}`);
 const deepObject = (d: number) => raw(`${'{"a":'.repeat(d)}1${'}'.repeat(d)}`);
@@ -171,7 +180,24 @@ const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   {
     weight: 2,
-    arbitrary: fc.constantFrom<unknown>(null, true, false, 0, -1, 1.5, '', '   ', '\u0000', '\u2028\u2029', '\ud800', '\udfff', 'é€😀中', [], {}, 'x'.repeat(5000)),
+    arbitrary: fc.constantFrom<unknown>(
+      null,
+      true,
+      false,
+      0,
+      -1,
+      1.5,
+      '',
+      '   ',
+      '\u0000',
+      '\u2028\u2029',
+      '\ud800',
+      '\udfff',
+      'é€😀中',
+      [],
+      {},
+      'x'.repeat(5000),
+    ),
   },
   { weight: 2, arbitrary: fc.constantFrom(...HUGE).map(raw) },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
@@ -180,11 +206,40 @@ const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 const nastyKey = fc.oneof(
-  fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'owner', 'owner_transport', 'transport_id', 'generation', 'runner', 'session_key', 'id', 'jsonrpc', 'method', 'params'),
+  fc.constantFrom(
+    '__proto__',
+    'constructor',
+    'prototype',
+    'toString',
+    'hasOwnProperty',
+    'owner',
+    'owner_transport',
+    'transport_id',
+    'generation',
+    'runner',
+    'session_key',
+    'id',
+    'jsonrpc',
+    'method',
+    'params',
+  ),
   fc.string({ unit: 'binary', maxLength: 12 }),
 );
 
-const WEIRD_METHODS = ['__proto__', 'toString', 'constructor', 'hasOwnProperty', 'valueOf', '', ' server.info', 'server.info ', 'SERVER.INFO', 'subagent.', '.', 'server.info\u0000'];
+const WEIRD_METHODS = [
+  '__proto__',
+  'toString',
+  'constructor',
+  'hasOwnProperty',
+  'valueOf',
+  '',
+  ' server.info',
+  'server.info ',
+  'SERVER.INFO',
+  'subagent.',
+  '.',
+  'server.info\u0000',
+];
 
 type Mutation =
   | { readonly op: 'delete'; readonly where: number; readonly key: number }
@@ -231,10 +286,13 @@ const sampleArb: fc.Arbitrary<Sample> = fc.oneof(
     weight: 2,
     arbitrary: fc.record({
       kind: fc.constant('batch' as const),
-      items: fc.array(fc.oneof({ weight: 3, arbitrary: fc.record({ near: nearArb }) }, { weight: 1, arbitrary: fc.record({ json: fc.jsonValue({ maxDepth: 2 }) }) }), {
-        minLength: 1,
-        maxLength: 6,
-      }),
+      items: fc.array(
+        fc.oneof({ weight: 3, arbitrary: fc.record({ near: nearArb }) }, { weight: 1, arbitrary: fc.record({ json: fc.jsonValue({ maxDepth: 2 }) }) }),
+        {
+          minLength: 1,
+          maxLength: 6,
+        },
+      ),
     }),
   },
   {
@@ -273,7 +331,14 @@ function templates(live: Live): Record<string, unknown>[] {
           {
             goal: 'fuzzed',
             context: 'c',
-            agent: { kind: 'scripted', steps: [{ op: 'say', text: 'hi' }, { op: 'tool', name: 'grep', args: { q: 'x' }, result: 'r' }, { op: 'finish', summary: 'ok' }] },
+            agent: {
+              kind: 'scripted',
+              steps: [
+                { op: 'say', text: 'hi' },
+                { op: 'tool', name: 'grep', args: { q: 'x' }, result: 'r' },
+                { op: 'finish', summary: 'ok' },
+              ],
+            },
           },
         ],
       },
@@ -396,7 +461,10 @@ function render(sample: Sample, live: Live): { bytes: Buffer; owed: string[] } {
                 jsonrpc: '2.0',
                 id,
                 method: 'delegation.spawn',
-                params: { session_id: live.session_id, tasks: [{ goal: 'deep', agent: { kind: 'scripted', steps: [{ op: 'tool', name: 'deep', args: nest }] } }] },
+                params: {
+                  session_id: live.session_id,
+                  tasks: [{ goal: 'deep', agent: { kind: 'scripted', steps: [{ op: 'tool', name: 'deep', args: nest }] } }],
+                },
               };
       return { bytes: Buffer.from(serialize(value), 'utf8'), owed: sample.where === 'top' ? [] : [id] };
     }
@@ -425,7 +493,10 @@ async function sentinel(target: Target, live: Live, what: string): Promise<void>
   const r = await wire.reply(id, `sentinel after ${what}`);
   expect(r.error, `sentinel after ${what}`).toBeUndefined();
   const subagents = (r.result as { subagents: Array<{ subagent_id: string }> }).subagents;
-  expect(subagents.some((s) => s.subagent_id === live.child), `the hanging child is still listed after ${what}`).toBe(true);
+  expect(
+    subagents.some((s) => s.subagent_id === live.child),
+    `the hanging child is still listed after ${what}`,
+  ).toBe(true);
 }
 
 function describeSample(sample: Sample, bytes: Buffer): string {
@@ -607,7 +678,9 @@ describe('fuzzed input over stdio (one serve --stdio process)', () => {
     expect(replies[4]?.result).toMatchObject({ generation: 1 });
     // The spawned child ran the steps it was given (none), not the prototype's `hang`: it is done.
     const spawned = (replies[2]?.result as { subagent_ids: string[] }).subagent_ids[0];
-    const listed = (await call('subagent.list', { session_id: s, include_finished: true })) as { subagents: Array<{ subagent_id: string; status: string; model: string }> };
+    const listed = (await call('subagent.list', { session_id: s, include_finished: true })) as {
+      subagents: Array<{ subagent_id: string; status: string; model: string }>;
+    };
     expect(listed.subagents.find((x) => x.subagent_id === spawned)).toMatchObject({ status: 'completed', model: 'scripted' });
     // Nothing leaked into Object.prototype on the server: a request without session_id is still 4001,
     // and one without params is still handled as `{}`.
@@ -623,7 +696,9 @@ describe('fuzzed input over stdio (one serve --stdio process)', () => {
     expect(proc.child.exitCode).toBeNull();
     expect(proc.stderr.all.filter((l) => /uncaught|unhandled|    at /i.test(l))).toEqual([]);
     const now = rssKiB(target.pid);
-    console.log(`[fuzz.input stdio] ${wire.texts.length} lines out, ${owed.length} owed replies; RSS ${mib(baseline)} at start, ${mib(afterFuzz)} after ${RUNS} samples, ${mib(now)} at the end`);
+    console.log(
+      `[fuzz.input stdio] ${wire.texts.length} lines out, ${owed.length} owed replies; RSS ${mib(baseline)} at start, ${mib(afterFuzz)} after ${RUNS} samples, ${mib(now)} at the end`,
+    );
     expect(now).toBeLessThan(RSS_TOTAL_BOUND_KIB);
   });
 });
@@ -733,14 +808,18 @@ describe('fuzzed input over WebSocket (one serve --ws process)', () => {
 
   it('closes a connection with 1009 on an oversize message (whole or fragmented); the server serves the next one', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: MAX + 1, max: 4 * MAX }), fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 4 }), async (size, cuts) => {
-        const closed = sock.closed;
-        // The send may fail once the server has closed on us; the close code is what counts.
-        await sendFragments(sock.ws, Buffer.alloc(size, 0x7b), cuts).catch(() => undefined);
-        expect((await closed).code).toBe(1009);
-        await reconnect(sessionKey);
-        await sentinel(target, live, `an oversize message of ${size} bytes`);
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: MAX + 1, max: 4 * MAX }),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 4 }),
+        async (size, cuts) => {
+          const closed = sock.closed;
+          // The send may fail once the server has closed on us; the close code is what counts.
+          await sendFragments(sock.ws, Buffer.alloc(size, 0x7b), cuts).catch(() => undefined);
+          expect((await closed).code).toBe(1009);
+          await reconnect(sessionKey);
+          await sentinel(target, live, `an oversize message of ${size} bytes`);
+        },
+      ),
       { numRuns: OVERSIZE_RUNS },
     );
   });
@@ -778,7 +857,9 @@ describe('fuzzed input over WebSocket (one serve --ws process)', () => {
     expect(server.proc.child.exitCode).toBeNull();
     expect(server.proc.stderr.all.filter((l) => /uncaught|unhandled|    at /i.test(l))).toEqual([]);
     const now = rssKiB(target.pid);
-    console.log(`[fuzz.input ws] ${wires.reduce((n, w) => n + w.texts.length, 0)} messages out over ${wires.length} sockets, ${owed.length} owed replies; RSS ${mib(baseline)} at start, ${mib(afterFuzz)} after ${RUNS} samples, ${mib(now)} at the end`);
+    console.log(
+      `[fuzz.input ws] ${wires.reduce((n, w) => n + w.texts.length, 0)} messages out over ${wires.length} sockets, ${owed.length} owed replies; RSS ${mib(baseline)} at start, ${mib(afterFuzz)} after ${RUNS} samples, ${mib(now)} at the end`,
+    );
     expect(now).toBeLessThan(RSS_TOTAL_BOUND_KIB);
     // The server is still the one we started, and a fresh connection gets a plain answer.
     const peer = await openWs(server.url, { headers: { Authorization: `Bearer ${server.token}` } });

@@ -19,7 +19,10 @@ const KEYS = ['subagent_id', 'goal', 'status', 'started_at', 'tool_count', 'last
 const recordArb = fc.record({
   n: fc.integer({ min: 0, max: 5 }),
   keys: fc.shuffledSubarray(KEYS.slice(1)),
-  values: fc.array(fc.oneof({ weight: 6, arbitrary: primitive }, { weight: 1, arbitrary: fc.dictionary(fc.string(), primitive) }), { minLength: KEYS.length, maxLength: KEYS.length }),
+  values: fc.array(fc.oneof({ weight: 6, arbitrary: primitive }, { weight: 1, arbitrary: fc.dictionary(fc.string(), primitive) }), {
+    minLength: KEYS.length,
+    maxLength: KEYS.length,
+  }),
 });
 
 describe('FlatJsonCache', () => {
@@ -78,7 +81,10 @@ describe('subagent.list', () => {
     };
     const { session_id } = (await call('session.create', {})) as { session_id: string };
     const steps = [{ op: 'tool', name: 'read' }, { op: 'wait_steer' }, { op: 'tool', name: 'write' }, { op: 'wait_steer' }, { op: 'finish', summary: 'done' }];
-    const { subagent_ids } = (await call('delegation.spawn', { session_id, tasks: [0, 1, 2].map((i) => ({ goal: `child ${i}`, agent: { kind: 'scripted', steps } })) })) as { subagent_ids: string[] };
+    const { subagent_ids } = (await call('delegation.spawn', {
+      session_id,
+      tasks: [0, 1, 2].map((i) => ({ goal: `child ${i}`, agent: { kind: 'scripted', steps } })),
+    })) as { subagent_ids: string[] };
     const statuses = new Set<string>();
     for (let round = 0; round < 40; round++) {
       const include_finished = round % 3 === 0;
@@ -105,10 +111,22 @@ describe('JsonText results', () => {
     const { server, client } = memoryPair();
     const texts: string[] = [];
     client.onmessage = (t) => texts.push(t);
-    const conn = new Connection('tr_json', server, new Map([['list', list], ['plain', plain]]), {} as Services, silentLogger, () => undefined);
+    const conn = new Connection(
+      'tr_json',
+      server,
+      new Map([
+        ['list', list],
+        ['plain', plain],
+      ]),
+      {} as Services,
+      silentLogger,
+      () => undefined,
+    );
     conn.start();
     await conn.handle('{"jsonrpc":"2.0","id":"x\\"y","method":"list"}');
-    await conn.handle('[{"jsonrpc":"2.0","id":1,"method":"list"},{"jsonrpc":"2.0","method":"list"},{"jsonrpc":"2.0","id":2.5,"method":"plain"},{"jsonrpc":"2.0","id":null,"method":"list"}]');
+    await conn.handle(
+      '[{"jsonrpc":"2.0","id":1,"method":"list"},{"jsonrpc":"2.0","method":"list"},{"jsonrpc":"2.0","id":2.5,"method":"plain"},{"jsonrpc":"2.0","id":null,"method":"list"}]',
+    );
     expect(texts).toEqual([
       JSON.stringify({ jsonrpc: '2.0', id: 'x"y', result }),
       JSON.stringify([

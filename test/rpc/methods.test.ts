@@ -21,7 +21,6 @@ const WAITER = agent(...Array.from({ length: 8 }, (_, i) => [{ op: 'wait_steer' 
 
 // ---- harness ----
 
-
 interface Env {
   readonly server: RpcServer;
   readonly bus: BusLog;
@@ -80,7 +79,10 @@ const barrier = (c: RpcTestClient) => ok(c, 'server.info');
 
 describe('the method table', () => {
   it('takes idempotency keys on exactly the control methods docs/http.md names', () => {
-    const keyed = Object.values(TABLE).filter((m) => m.idempotent).map((m) => m.name).sort();
+    const keyed = Object.values(TABLE)
+      .filter((m) => m.idempotent)
+      .map((m) => m.name)
+      .sort();
     expect(keyed).toEqual(['delegation.spawn', 'session.reset', 'subagent.interrupt', 'subagent.steer']);
     // Each entry answers to its own name, and the table holds every method the catalog lists.
     expect(Object.entries(TABLE).every(([name, m]) => m.name === name)).toBe(true);
@@ -90,7 +92,14 @@ describe('the method table', () => {
 
 describe('server.info', () => {
   it('names the server, speaks protocol 1, lists the registered methods, the catalog events and the limits', async () => {
-    const { connect } = env({ max_concurrent_children: 4, max_spawn_depth: 2, park_ttl_ms: 5000, max_message_bytes: 4096, max_batch: 50, max_reply_bytes: 65536 });
+    const { connect } = env({
+      max_concurrent_children: 4,
+      max_spawn_depth: 2,
+      park_ttl_ms: 5000,
+      max_message_bytes: 4096,
+      max_batch: 50,
+      max_reply_bytes: 65536,
+    });
     const { client } = connect();
     const info = await ok(client, 'server.info');
     expect(await ok(client, 'server.info', {})).toEqual(info);
@@ -181,7 +190,16 @@ describe('session.*', () => {
     await ok(client, 'delegation.spawn', {
       session_id: s.session_id,
       tasks: [
-        { goal: 'root', agent: agent({ op: 'spawn', tasks: [{ goal: 'mid', agent: agent({ op: 'spawn', tasks: [{ goal: 'leaf', agent: HANG }] }) }, { goal: 'mid2', agent: HANG }] }) },
+        {
+          goal: 'root',
+          agent: agent({
+            op: 'spawn',
+            tasks: [
+              { goal: 'mid', agent: agent({ op: 'spawn', tasks: [{ goal: 'leaf', agent: HANG }] }) },
+              { goal: 'mid2', agent: HANG },
+            ],
+          }),
+        },
         { goal: 'finished before close', agent: agent({ op: 'say', text: 'bye' }) },
       ],
     });
@@ -254,7 +272,9 @@ describe('delegation.*', () => {
     const dispatched = await client.waitForEvent(isEvent('delegation.dispatched'));
     expect(dispatched.payload).toEqual({ delegation_id: r.delegation_id, subagent_ids: r.subagent_ids, count: 2 });
     const requested = client.eventsWhere(isEvent('subagent.spawn_requested'));
-    expect(requested.map((e) => [e.payload.subagent_id, e.payload.task_index, e.payload.task_count, e.payload.goal, e.payload.depth, e.payload.parent_id])).toEqual([
+    expect(
+      requested.map((e) => [e.payload.subagent_id, e.payload.task_index, e.payload.task_count, e.payload.goal, e.payload.depth, e.payload.parent_id]),
+    ).toEqual([
       [r.subagent_ids[0], 0, 2, 'one', 0, null],
       [r.subagent_ids[1], 1, 2, 'two', 0, null],
     ]);
@@ -293,7 +313,10 @@ describe('delegation.*', () => {
       const err = await fails(client, 'delegation.spawn', { session_id: sid, tasks, ...extra });
       expect(err.code, JSON.stringify(tasks)).toBe(-32602);
       const issues = (err.data as { issues: Array<{ path: string; message: string }> }).issues;
-      expect(issues.map((i) => i.path), JSON.stringify(tasks)).toContain(path);
+      expect(
+        issues.map((i) => i.path),
+        JSON.stringify(tasks),
+      ).toContain(path);
       for (const i of issues) expect(typeof i.message).toBe('string');
     }
 
@@ -322,7 +345,11 @@ describe('delegation.*', () => {
     await client.waitForEvent((e) => e.type === 'delegation.complete' && e.payload.delegation_id === last);
 
     // 300 newer delegations later, the live one is still there, not done.
-    expect(await ok(client, 'delegation.result', { session_id: s.session_id, delegation_id: live.delegation_id })).toEqual({ delegation_id: live.delegation_id, done: false, results: [] });
+    expect(await ok(client, 'delegation.result', { session_id: s.session_id, delegation_id: live.delegation_id })).toEqual({
+      delegation_id: live.delegation_id,
+      done: false,
+      results: [],
+    });
     // Of the finished ones, the newest 256 are kept and the older ones are let go.
     for (const [i, id] of ids.entries()) {
       const reply = await client.call('delegation.result', { session_id: s.session_id, delegation_id: id });
@@ -419,9 +446,15 @@ describe('delegation.*', () => {
     expect(full.results).toEqual(complete.payload.results);
     expect(full.results[1]).toEqual(entryOf(await client.waitForEvent(isEvent('subagent.complete', fast))));
 
-    expect(await fails(client, 'delegation.result', { session_id: s.session_id, delegation_id: 'dg_unknown' })).toEqual({ code: 4004, message: 'delegation not found' });
+    expect(await fails(client, 'delegation.result', { session_id: s.session_id, delegation_id: 'dg_unknown' })).toEqual({
+      code: 4004,
+      message: 'delegation not found',
+    });
     // Another session's delegation, asked through that other session: not found.
-    expect(await fails(other, 'delegation.result', { session_id: so.session_id, delegation_id: r.delegation_id })).toEqual({ code: 4004, message: 'delegation not found' });
+    expect(await fails(other, 'delegation.result', { session_id: so.session_id, delegation_id: r.delegation_id })).toEqual({
+      code: 4004,
+      message: 'delegation not found',
+    });
     expect(await fails(client, 'delegation.result', { session_id: s.session_id })).toMatchObject({ code: 4000 });
     expect(await fails(client, 'delegation.result', { delegation_id: r.delegation_id })).toEqual({ code: 4001, message: NOT_OWNED_MESSAGE });
   });
@@ -529,7 +562,16 @@ describe('subagent.list', () => {
     const list = await ok(client, 'subagent.list', { session_id: sid });
     expect(list.delegations).toEqual([]);
     const byId = new Map(list.subagents.map((x) => [x.subagent_id, x]));
-    expect(byId.get(first)).toMatchObject({ status: 'running', depth: 0, parent_id: null, goal: 'first', model: 'scripted', tool_count: 0, last_tool: '', accepting_steer: true });
+    expect(byId.get(first)).toMatchObject({
+      status: 'running',
+      depth: 0,
+      parent_id: null,
+      goal: 'first',
+      model: 'scripted',
+      tool_count: 0,
+      last_tool: '',
+      accepting_steer: true,
+    });
     expect(typeof byId.get(first)?.started_at).toBe('number');
     expect(byId.get(second)).toMatchObject({ status: 'queued', started_at: null, accepting_steer: true });
     expect(byId.get(second)).not.toHaveProperty('finished_at');
@@ -589,7 +631,12 @@ describe('subagent.steer', () => {
     const { connect } = env();
     const { client } = connect();
     const s = await session(client);
-    const child = await spawnOne(client, s.session_id, 'target', agent({ op: 'tool', name: 'read', ms: 0 }, { op: 'wait_steer' }, { op: 'say', text: 'after' }, { op: 'hang' }));
+    const child = await spawnOne(
+      client,
+      s.session_id,
+      'target',
+      agent({ op: 'tool', name: 'read', ms: 0 }, { op: 'wait_steer' }, { op: 'say', text: 'after' }, { op: 'hang' }),
+    );
     await client.waitForEvent(isEvent('subagent.tool', child));
     const first = queuedId(await ok(client, 'subagent.steer', { session_id: s.session_id, subagent_id: child, text: 'one' }));
     const d1 = await client.waitForEvent(isEvent('subagent.steer.delivered', child));
@@ -610,7 +657,12 @@ describe('subagent.steer', () => {
       client,
       sid,
       'finisher',
-      agent({ op: 'tool', name: 'probe' }, { op: 'think', text: 'past the last delivery point' }, { op: 'sleep', ms: 1000 }, { op: 'finish', summary: 'all done' }),
+      agent(
+        { op: 'tool', name: 'probe' },
+        { op: 'think', text: 'past the last delivery point' },
+        { op: 'sleep', ms: 1000 },
+        { op: 'finish', summary: 'all done' },
+      ),
     );
     await client.waitForEvent(isEvent('subagent.thinking', child));
     const s1 = queuedId(await ok(client, 'subagent.steer', { session_id: sid, subagent_id: child, text: 'too late' }));
@@ -761,7 +813,11 @@ describe('subagent.interrupt', () => {
 
     expect(await ok(client, 'subagent.interrupt', { session_id: sid, subagent_id: root })).toEqual({ found: false, subagent_id: root, interrupted: [] });
     expect(await ok(client, 'subagent.interrupt', { session_id: sid, subagent_id: g1 })).toEqual({ found: false, subagent_id: g1, interrupted: [] });
-    expect(await ok(client, 'subagent.interrupt', { session_id: sid, subagent_id: 'sa_nope' })).toEqual({ found: false, subagent_id: 'sa_nope', interrupted: [] });
+    expect(await ok(client, 'subagent.interrupt', { session_id: sid, subagent_id: 'sa_nope' })).toEqual({
+      found: false,
+      subagent_id: 'sa_nope',
+      interrupted: [],
+    });
     expect((await ok(client, 'subagent.list', { session_id: sid })).subagents).toEqual([]);
   });
 

@@ -185,7 +185,21 @@ describe('session keys', () => {
     await ok(owner.client, 'delegation.spawn', { session_id: a.session_id, tasks: [scriptedTask('x', [{ op: 'hang' }])] });
     const k = a.session_key;
     const flipped = `${k.slice(0, -1)}${k.endsWith('A') ? 'B' : 'A'}`;
-    const attempts: unknown[] = [flipped, `${k.slice(1)}${k[0]}`, k.slice(0, -1), `${k}A`, k.toLowerCase() === k ? k.toUpperCase() : k.toLowerCase(), ` ${k}`, '', 'x'.repeat(10_000), b.session_key, 12345, null, [k], { k }];
+    const attempts: unknown[] = [
+      flipped,
+      `${k.slice(1)}${k[0]}`,
+      k.slice(0, -1),
+      `${k}A`,
+      k.toLowerCase() === k ? k.toUpperCase() : k.toLowerCase(),
+      ` ${k}`,
+      '',
+      'x'.repeat(10_000),
+      b.session_key,
+      12345,
+      null,
+      [k],
+      { k },
+    ];
     const stranger = connectMemory(server);
     const answers = new Set<string>();
     for (const key of attempts) {
@@ -230,7 +244,11 @@ describe('no reply and no log line carries a stack, a session key or the token (
     const session_id = s1.session_id;
     const spawn = await call<{ subagent_ids: string[] }>(a, 'delegation.spawn', {
       session_id,
-      tasks: [scriptedTask('fails', [{ op: 'fail', error: 'it broke' }]), scriptedTask('waits', [{ op: 'wait_steer' }, { op: 'hang' }]), scriptedTask('hangs', [{ op: 'hang' }])],
+      tasks: [
+        scriptedTask('fails', [{ op: 'fail', error: 'it broke' }]),
+        scriptedTask('waits', [{ op: 'wait_steer' }, { op: 'hang' }]),
+        scriptedTask('hangs', [{ op: 'hang' }]),
+      ],
     });
     await nextEvent(a, (e) => e.type === 'subagent.complete', WAIT_MS, 'the failed child');
     await call(a, 'subagent.steer', { session_id, subagent_id: spawn.subagent_ids[1], text: 'a steer' });

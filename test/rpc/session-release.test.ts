@@ -87,7 +87,13 @@ const PROBE = { kind: 'probe' };
 const HANGING = { kind: 'probe', hang: true };
 
 async function spawnAndFinish(client: RpcTestClient, session_id: string, agent: unknown = PROBE): Promise<string> {
-  const r = await ok(client, 'delegation.spawn', { session_id, tasks: [{ goal: 'a', agent }, { goal: 'b', agent }] });
+  const r = await ok(client, 'delegation.spawn', {
+    session_id,
+    tasks: [
+      { goal: 'a', agent },
+      { goal: 'b', agent },
+    ],
+  });
   await client.waitForEvent((e) => e.type === 'delegation.complete' && e.payload.delegation_id === r.delegation_id);
   return r.delegation_id;
 }
@@ -115,7 +121,13 @@ describe('resource exhaustion per session: closing releases what the session own
     const { server, watch, client } = setup();
     const queuesBefore = server.runtime.queueCount;
     const s = await ok(client, 'session.create', {});
-    const r = await ok(client, 'delegation.spawn', { session_id: s.session_id, tasks: [{ goal: 'a', agent: HANGING }, { goal: 'b', agent: HANGING }] });
+    const r = await ok(client, 'delegation.spawn', {
+      session_id: s.session_id,
+      tasks: [
+        { goal: 'a', agent: HANGING },
+        { goal: 'b', agent: HANGING },
+      ],
+    });
     await client.waitForEvent((e) => e.type === 'subagent.start' && e.payload.goal === 'b');
     const completes: string[] = [];
     const off = server.runtime.events.subscribe('subagent.complete', (e) => void completes.push(String(e.subagent_id)));

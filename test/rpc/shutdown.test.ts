@@ -125,7 +125,7 @@ describe('shutdown over WebSocket: a peer that fell behind', () => {
     expect((await watcher.closed).code).toBe(1001);
     // The completions are now behind 24 MB in the slow socket's queue; it reads again.
     slow.ws.resume();
-    const closed = await (slow).closed;
+    const closed = await slow.closed;
     const completes = completesOf(slow.inbox.all);
     expect(completes.map(idOf).sort()).toStrictEqual([...subagent_ids].sort());
     // Each entry whole: its summary is the child's last 1 MB text.
@@ -133,7 +133,9 @@ describe('shutdown over WebSocket: a peer that fell behind', () => {
     expect(eventsOf(slow.inbox.all).filter((e) => e.type === 'subagent.text')).toHaveLength(CHILDREN * SAYS);
     expect(closed.code).toBe(1001);
     expect(await server.proc.waitExit()).toStrictEqual({ code: 0, signal: null });
-    console.log(`[shutdown] slow reader: ${(bytes / 1e6).toFixed(1)} MB read once it read again (texts, completions, delegation.complete), ${completes.length} completions, close 1001, exit 0 after ${Date.now() - t0} ms`);
+    console.log(
+      `[shutdown] slow reader: ${(bytes / 1e6).toFixed(1)} MB read once it read again (texts, completions, delegation.complete), ${completes.length} completions, close 1001, exit 0 after ${Date.now() - t0} ms`,
+    );
   });
 
   it('never reads again: it is cut at the deadline (SUBRUN_SHUTDOWN_GRACE_MS) and the server exits 0', { timeout: 60_000 }, async () => {
@@ -150,7 +152,7 @@ describe('shutdown over WebSocket: a peer that fell behind', () => {
     expect(cut[0]).toMatchObject({ peers: 1, grace_ms: 300 });
     // What was still queued in the server is gone with it: no close frame ever reaches the peer.
     slow.ws.resume();
-    expect((await (slow).closed).code).toBe(1006);
+    expect((await slow.closed).code).toBe(1006);
   });
 });
 

@@ -29,7 +29,7 @@ describe.each([false, true])('single_user: %s', (single_user) => {
     // Not attached: control is 4001 in both modes.
     expect((await fails(b.client, 'subagent.list', { session_id: s.session_id })).code).toBe(4001);
     const since = b.client.result('session.events.since', { session_id: s.session_id });
-    if (single_user) expect((await since as { count: number }).count).toBeGreaterThan(0);
+    if (single_user) expect(((await since) as { count: number }).count).toBeGreaterThan(0);
     else await expect(since).rejects.toMatchObject({ error: { code: 4001 } });
     for (const method of ['session.resume', 'session.activate'] as const) {
       const keyless = b.client.result(method, { session_id: s.session_id });
@@ -67,7 +67,8 @@ describe.each([false, true])('single_user: %s', (single_user) => {
     // A transport attached to nothing (in the default mode) reaches nothing.
     const c = connectMemory(server);
     const none = await ok(c.client, 'delegation.status', {});
-    if (single_user) expect(none.active.length).toBe(3); // a, b and a2 (b2 was refused while paused)
+    if (single_user)
+      expect(none.active.length).toBe(3); // a, b and a2 (b2 was refused while paused)
     else expect(none).toMatchObject({ active: [], paused: false });
   });
 });

@@ -172,7 +172,10 @@ describe('soak: 1,000 concurrent children, 20 clients polling and steering', () 
     'no error, every steer accounted for exactly once, every child concurrent and completed once, memory bounded and flat',
     async () => {
       const t0 = Date.now();
-      const server = await startWsServer(['--max-concurrent-children', '1024'], { token: 'soak-token', env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_CAP_MIB}` } });
+      const server = await startWsServer(['--max-concurrent-children', '1024'], {
+        token: 'soak-token',
+        env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_CAP_MIB}` },
+      });
       const pid = server.proc.child.pid as number;
       const samples: Array<{ t: number; kib: number }> = [{ t: 0, kib: rssKiB(pid) }];
       const sampler = setInterval(() => {
@@ -204,7 +207,10 @@ describe('soak: 1,000 concurrent children, 20 clients polling and steering', () 
         // Two waves of 1,000 children: one batch of 250 per session each (max_concurrent_children
         // 1024), the second spawned once the first has completed. Memory must not grow wave to wave.
         const steps = [
-          ...Array.from({ length: ROUNDS }, (_, i) => [{ op: 'tool', name: `step${i}`, ms: 500 }, { op: 'wait_steer', timeout_ms: 100 }]).flat(),
+          ...Array.from({ length: ROUNDS }, (_, i) => [
+            { op: 'tool', name: `step${i}`, ms: 500 },
+            { op: 'wait_steer', timeout_ms: 100 },
+          ]).flat(),
           { op: 'sleep', ms: 300 },
           { op: 'finish', summary: 'done' },
         ];
@@ -321,7 +327,8 @@ describe('soak: 1,000 concurrent children, 20 clients polling and steering', () 
         }
         const missedTexts = new Map<string, number>();
         for (const g of groups) {
-          for (const id of g.ids) for (const t of (entryOf(id).missed_steer ?? '').split('\n').filter((x) => x !== '')) missedTexts.set(t, (missedTexts.get(t) ?? 0) + 1);
+          for (const id of g.ids)
+            for (const t of (entryOf(id).missed_steer ?? '').split('\n').filter((x) => x !== '')) missedTexts.set(t, (missedTexts.get(t) ?? 0) + 1);
         }
         let delivered = 0;
         let missed = 0;
@@ -341,7 +348,9 @@ describe('soak: 1,000 concurrent children, 20 clients polling and steering', () 
         expect(tails.ok).toBeGreaterThan(100);
 
         // Retention is bounded: a finished session keeps at most 100 children for late list/tail.
-        const retained = (await groups[0]?.observer.result('subagent.list', { session_id: groups[0].session_id, include_finished: true })) as { subagents: unknown[] };
+        const retained = (await groups[0]?.observer.result('subagent.list', { session_id: groups[0].session_id, include_finished: true })) as {
+          subagents: unknown[];
+        };
         expect(retained.subagents.length).toBeLessThanOrEqual(100);
 
         // Memory: bounded, and flat from wave to wave once warm.
@@ -354,7 +363,7 @@ describe('soak: 1,000 concurrent children, 20 clients polling and steering', () 
         console.log(
           [
             `[soak] ${WAVES} waves of ${SESSIONS * PER_SESSION} concurrent children, ${clients.length} clients, span ${span} ms (first spawn to last completion), whole test ${total} ms`,
-            `[soak] ${calls} polling calls (${((calls / CLIENTS) / (span / 1000)).toFixed(1)} per client per second; reply time p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${pct(100)} ms)`,
+            `[soak] ${calls} polling calls (${(calls / CLIENTS / (span / 1000)).toFixed(1)} per client per second; reply time p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${pct(100)} ms)`,
             `[soak] tails: ${tails.ok} of live or retained children, ${tails.gone} of evicted ones; ${queued.length} steers queued (${delivered} delivered, ${missed} missed), ${rejected.length} rejected, 0 errors`,
             `[soak] ${clients.reduce((n, c) => n + c.events, 0)} events and ${mib(clients.reduce((n, c) => n + c.bytes, 0) / 1024)} sent to clients`,
             `[soak] server RSS: start ${mib(samples[0]?.kib ?? 0)}, peak ${mib(peak)} (bound ${mib(RSS_BOUND_KIB)}); ${samples.length} samples every ${POLL_MS} ms`,

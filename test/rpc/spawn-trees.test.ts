@@ -45,7 +45,11 @@ describe('who reads spawn trees', () => {
     const bob = connect().client;
     const a = await alice.result<{ session_id: string; session_key: string }>('session.create', {});
     const b = await bob.result<{ session_id: string; session_key: string }>('session.create', {});
-    const secret = await alice.result<{ path: string }>('spawn_tree.save', { session_id: a.session_id, label: 'alice', subagents: [{ goal: 'private goal', summary: 'private result' }] });
+    const secret = await alice.result<{ path: string }>('spawn_tree.save', {
+      session_id: a.session_id,
+      label: 'alice',
+      subagents: [{ goal: 'private goal', summary: 'private result' }],
+    });
     const mine = await bob.result<{ path: string }>('spawn_tree.save', { session_id: b.session_id, subagents: [{ goal: 'bob' }] });
     const shared = await bob.result<{ path: string }>('spawn_tree.save', { subagents: [{ goal: 'no session' }] });
 
@@ -89,7 +93,9 @@ describe('the disk bound', () => {
     expect(existsSync(early.path)).toBe(true);
     expect(await store.load(early.path)).toMatchObject({ finished_at: 1 });
     expect(existsSync(late[0]?.path as string)).toBe(false);
-    expect((await store.list({ session_id: 's', cross_session: false, limit: 10 })).map((e) => e.path).sort()).toEqual([late[1]?.path, late[2]?.path, early.path].sort());
+    expect((await store.list({ session_id: 's', cross_session: false, limit: 10 })).map((e) => e.path).sort()).toEqual(
+      [late[1]?.path, late[2]?.path, early.path].sort(),
+    );
   });
 
   it('across sessions: at most N files and B bytes in the whole state directory, oldest saved first', async () => {

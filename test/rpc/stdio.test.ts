@@ -4,19 +4,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RpcCode } from '../../src/server/errors.ts';
-import {
-  call,
-  killAll,
-  nextEvent,
-  nextReply,
-  request,
-  scriptedTask,
-  startStdio,
-  type Msg,
-  type Peer,
-  type Proc,
-  type Received,
-} from '../helpers/process.ts';
+import { call, killAll, nextEvent, nextReply, request, scriptedTask, startStdio, type Msg, type Peer, type Proc, type Received } from '../helpers/process.ts';
 import { wireEntry } from '../helpers/wire-entry.ts';
 
 const MAX = 1024;
@@ -223,7 +211,7 @@ describe('stdio: stdout is the protocol, logs go to stderr', () => {
       const m = JSON.parse(line) as Msg;
       expect(m.jsonrpc, line).toBe('2.0');
       const isNotification = typeof m.method === 'string' && !('id' in m);
-      const isResponse = 'id' in m && ('result' in m) !== ('error' in m);
+      const isResponse = 'id' in m && 'result' in m !== 'error' in m;
       expect(isNotification || isResponse, line).toBe(true);
     }
     // The log lines are on stderr (pino JSON), including the shutdown at info level.

@@ -40,7 +40,11 @@ async function expectRefused(url: string, status: number, headers: Record<string
 }
 
 /** A hand-made upgrade request: exactly these headers (no Origin unless given). */
-function rawUpgrade(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; headers: IncomingMessage['headers']; upgraded: boolean }> {
+function rawUpgrade(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: IncomingMessage['headers']; upgraded: boolean }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({
       host: '127.0.0.1',
@@ -225,7 +229,11 @@ describe('WebSocket transport', () => {
       const spawn = await call<{ delegation_id: string; subagent_ids: string[] }>(a, 'delegation.spawn', {
         session_id,
         tasks: [
-          scriptedTask('one', [{ op: 'think', text: 'hmm' }, { op: 'tool', name: 'grep' }, { op: 'say', text: 'found it' }]),
+          scriptedTask('one', [
+            { op: 'think', text: 'hmm' },
+            { op: 'tool', name: 'grep' },
+            { op: 'say', text: 'found it' },
+          ]),
           scriptedTask('two', [{ op: 'say', text: 'quick' }]),
         ],
       });
@@ -241,7 +249,15 @@ describe('WebSocket transport', () => {
       expect(ea.map((e) => e.seq)).toStrictEqual(ea.map((_, i) => i + 1));
       expect(eb).toStrictEqual(ea);
       const types = ea.map((e) => e.type);
-      for (const t of ['delegation.dispatched', 'subagent.spawn_requested', 'subagent.start', 'subagent.thinking', 'subagent.tool', 'subagent.text', 'subagent.complete']) {
+      for (const t of [
+        'delegation.dispatched',
+        'subagent.spawn_requested',
+        'subagent.start',
+        'subagent.thinking',
+        'subagent.tool',
+        'subagent.text',
+        'subagent.complete',
+      ]) {
         expect(types).toContain(t);
       }
       expect(ea.at(-1)?.payload).toMatchObject({ delegation_id: spawn.delegation_id });
@@ -249,7 +265,9 @@ describe('WebSocket transport', () => {
       expect(await call(b, 'subagent.list', { session_id, include_finished: true })).toMatchObject({ subagents: [{}, {}] });
       // The outsider got nothing but its greeting, and cannot read the session.
       expect((await request(outsider, 'subagent.list', { session_id })).error).toMatchObject({ code: 4001 });
-      expect(outsider.inbox.all.filter((m) => !Array.isArray(m) && m.method === 'event').map((m) => ((m as Msg).params as WireEvent).type)).toStrictEqual(['gateway.ready']);
+      expect(outsider.inbox.all.filter((m) => !Array.isArray(m) && m.method === 'event').map((m) => ((m as Msg).params as WireEvent).type)).toStrictEqual([
+        'gateway.ready',
+      ]);
     });
 
     it('timers beyond 2^31 ms: a parked session is not closed at once, a child with such a timeout_ms does not time out at once', async () => {
@@ -277,7 +295,10 @@ describe('WebSocket transport', () => {
       const { peer: b } = track(await connectWs(server));
       const { session_id, session_key } = await call<{ session_id: string; session_key: string }>(a, 'session.create');
       await call(b, 'session.attach', { session_id, session_key });
-      const spawn = await call<{ subagent_ids: string[] }>(a, 'delegation.spawn', { session_id, tasks: [scriptedTask('wait', [{ op: 'wait_steer' }, { op: 'say', text: 'steered' }])] });
+      const spawn = await call<{ subagent_ids: string[] }>(a, 'delegation.spawn', {
+        session_id,
+        tasks: [scriptedTask('wait', [{ op: 'wait_steer' }, { op: 'say', text: 'steered' }])],
+      });
       await nextEvent(b, (e) => e.type === 'subagent.start');
       await a.close();
       const [child] = spawn.subagent_ids;
@@ -344,9 +365,12 @@ describe('WebSocket: a client that stops reading', () => {
   beforeAll(async () => {
     // No --token: the server makes one and prints it. The default heartbeat (30 s) keeps the
     // heartbeat out of this test: only the outbound limit may drop the slow client.
-    server = await startWsServer(['--max-outbound-bytes', String(64 * 1024), '--max-message-bytes', String(2 * 1024 * 1024), '--max-concurrent-children', '4'], {
-      token: null,
-    });
+    server = await startWsServer(
+      ['--max-outbound-bytes', String(64 * 1024), '--max-message-bytes', String(2 * 1024 * 1024), '--max-concurrent-children', '4'],
+      {
+        token: null,
+      },
+    );
   });
   afterAll(async () => {
     await slow?.close();
@@ -377,7 +401,10 @@ describe('WebSocket: a client that stops reading', () => {
     // Each frame (~1.6 MB in) makes ~3 MB of events; keep feeding until the server gives up on us.
     let sent = 0;
     let gone = false;
-    void dropped.then(() => (gone = true), () => undefined);
+    void dropped.then(
+      () => (gone = true),
+      () => undefined,
+    );
     while (!gone && sent < 40) {
       await new Promise<void>((resolve) => peer.ws.send(frame(sent++), () => resolve()));
       await new Promise((r) => setImmediate(r));

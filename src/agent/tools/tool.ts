@@ -91,5 +91,7 @@ export async function runTool(tools: ReadonlyMap<string, Tool>, name: string, ar
 }
 
 function bound(s: string): string {
-  return s.length <= MAX_TOOL_OUTPUT_CHARS ? s : `${s.slice(0, MAX_TOOL_OUTPUT_CHARS)}\n[output truncated: ${s.length - MAX_TOOL_OUTPUT_CHARS} more characters]`;
+  return s.length <= MAX_TOOL_OUTPUT_CHARS
+    ? s
+    : `${s.slice(0, MAX_TOOL_OUTPUT_CHARS)}\n[output truncated: ${s.length - MAX_TOOL_OUTPUT_CHARS} more characters]`;
 }

@@ -71,7 +71,11 @@ export class ChildMailbox {
    * every uncertain one may have been taken, so all are `maybe`; honest, not exact.
    */
   async account(): Promise<MailboxAccount> {
-    const read = await within(this.#p.clock, ACCOUNTING_MS, this.#read().catch(() => undefined));
+    const read = await within(
+      this.#p.clock,
+      ACCOUNTING_MS,
+      this.#read().catch(() => undefined),
+    );
     return read ?? { delivered: new Set(), maybe: new Set([...this.#published, ...this.#uncertain]) };
   }
 
@@ -95,7 +99,7 @@ export class ChildMailbox {
     await jsm.consumers.delete(STEER_STREAM, name).catch(() => undefined);
     const line = info?.delivered.stream_seq ?? 0;
     const left = new Map<string, number>();
-    for (let seq = 1; ; ) {
+    for (let seq = 1; ;) {
       const m = await jsm.direct.getMessage(STEER_STREAM, { next_by_subj: subjects.steer(this.#child), seq });
       if (!m) break;
       const steer = tryParse(steerSchema, m.data);

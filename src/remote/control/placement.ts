@@ -53,7 +53,9 @@ export class Placement implements PlacementPort {
       downSince: () => link.downSince,
       onLost: (worker) => this.#lost(worker),
     });
-    link.nc.subscribe(subjects.heartbeats, { callback: guarded(this.logger, (m) => this.#heartbeat(parse(heartbeatSchema, m.data, this.logger, m.subject), m.subject)) });
+    link.nc.subscribe(subjects.heartbeats, {
+      callback: guarded(this.logger, (m) => this.#heartbeat(parse(heartbeatSchema, m.data, this.logger, m.subject), m.subject)),
+    });
   }
 
   /** Connects (one line and exit 2 at start when NATS or JetStream is missing: NatsStartError). */

@@ -2,8 +2,32 @@
 // of the worker's events into the child's real context, interrupt by request, and its loss.
 import type { Subscription } from '@nats-io/transport-node';
 import { isSubrunError } from '../../errors.ts';
-import { RunnerLostError, type DelegationHandle, type RunOutcome, type RunnerContext, type Steer, type SteerCommit, type TaskSpec, type ToolCall } from '../../types.ts';
-import { type Assign, type AssignReply, assignReplySchema, encode, eventSenderSchema, guarded, parse, type SpawnReply, type SpawnRequest, spawnRequestSchema, subjects, tryParse, type WorkerEvent, workerEventSchema } from '../wire.ts';
+import {
+  RunnerLostError,
+  type DelegationHandle,
+  type RunOutcome,
+  type RunnerContext,
+  type Steer,
+  type SteerCommit,
+  type TaskSpec,
+  type ToolCall,
+} from '../../types.ts';
+import {
+  type Assign,
+  type AssignReply,
+  assignReplySchema,
+  encode,
+  eventSenderSchema,
+  guarded,
+  parse,
+  type SpawnReply,
+  type SpawnRequest,
+  spawnRequestSchema,
+  subjects,
+  tryParse,
+  type WorkerEvent,
+  workerEventSchema,
+} from '../wire.ts';
 import { describe, isNoResponders } from '../nats.ts';
 import { Latch, within } from '../wait.ts';
 import { ChildMailbox } from './child-mailbox.ts';
@@ -89,7 +113,8 @@ export class RemoteChild implements RemoteChildHandle {
         if (outcome === 'invalid') throw new Error('the worker cannot run this agent spec');
       }
     } catch (err) {
-      this.#placeError = err instanceof NatsUnavailableError || !this.#p.link.connected ? new NatsUnavailableError() : new Error(`cannot place the child: ${describe(err)}`);
+      this.#placeError =
+        err instanceof NatsUnavailableError || !this.#p.link.connected ? new NatsUnavailableError() : new Error(`cannot place the child: ${describe(err)}`);
     }
   }
 
@@ -238,11 +263,18 @@ export class RemoteChild implements RemoteChildHandle {
 
   #onSpawn(req: SpawnRequest | undefined): SpawnReply {
     const ctx = this.#ctx;
-    if (!req || !ctx || req.epoch !== this.epoch || req.worker !== this.worker || this.#settled.opened) return { ok: false, error: 'not the current assignment' };
+    if (!req || !ctx || req.epoch !== this.epoch || req.worker !== this.worker || this.#settled.opened)
+      return { ok: false, error: 'not the current assignment' };
     let handle: DelegationHandle;
     try {
-      const tasks: TaskSpec[] = req.tasks.map((t) => ({ goal: t.goal, ...(t.context !== undefined ? { context: t.context } : {}), ...(t.agent ? { agent: t.agent } : {}) }));
-      handle = this.#p.ids.preassigned(req.delegation_id, req.subagent_ids, () => ctx.delegate(tasks, req.timeout_ms !== undefined ? { timeout_ms: req.timeout_ms } : {}));
+      const tasks: TaskSpec[] = req.tasks.map((t) => ({
+        goal: t.goal,
+        ...(t.context !== undefined ? { context: t.context } : {}),
+        ...(t.agent ? { agent: t.agent } : {}),
+      }));
+      handle = this.#p.ids.preassigned(req.delegation_id, req.subagent_ids, () =>
+        ctx.delegate(tasks, req.timeout_ms !== undefined ? { timeout_ms: req.timeout_ms } : {}),
+      );
     } catch (err) {
       return { ok: false, error: isSubrunError(err) ? err.message : describe(err) };
     }
@@ -252,7 +284,8 @@ export class RemoteChild implements RemoteChildHandle {
       if (--this.#waitingOn === 0 && this.worker && !this.#settled.opened) this.#p.workers.retake(this.worker);
       // A closed connection throws here: logged, never an unhandled rejection.
       try {
-        if (!this.#settled.opened) this.#p.link.nc.publish(subjects.inbound(this.id), encode({ type: 'results', delegation_id: handle.delegation_id, entries }));
+        if (!this.#settled.opened)
+          this.#p.link.nc.publish(subjects.inbound(this.id), encode({ type: 'results', delegation_id: handle.delegation_id, entries }));
       } catch (err) {
         this.#p.logger.warn({ subagent_id: this.id, err: describe(err) }, 'could not send a delegation’s entries to the worker');
       }

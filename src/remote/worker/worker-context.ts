@@ -151,7 +151,9 @@ export class WorkerContext implements RunnerContext {
       subagent_ids,
       results,
       get each() {
-        return (each ??= subagent_ids.map((id, i) => results.then((entries) => entries[i] ?? refusedEntry(id, i, 'the control plane sent no entry for this task'))));
+        return (each ??= subagent_ids.map((id, i) =>
+          results.then((entries) => entries[i] ?? refusedEntry(id, i, 'the control plane sent no entry for this task')),
+        ));
       },
     };
   }
@@ -164,5 +166,17 @@ export class WorkerContext implements RunnerContext {
 
 /** The entry of a task whose spawn the control plane refused (or answered without its entry). */
 export function refusedEntry(subagent_id: string, task_index: number, error: string): CompletionEntry {
-  return { task_index, subagent_id, status: 'error', exit_reason: 'spawn_refused', summary: '', error, api_calls: 0, duration_seconds: 0, model: '', tokens: { input: 0, output: 0 }, tool_trace: [] };
+  return {
+    task_index,
+    subagent_id,
+    status: 'error',
+    exit_reason: 'spawn_refused',
+    summary: '',
+    error,
+    api_calls: 0,
+    duration_seconds: 0,
+    model: '',
+    tokens: { input: 0, output: 0 },
+    tool_trace: [],
+  };
 }

@@ -6,7 +6,23 @@ import { randomIds } from '../../ids.ts';
 import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, TaskSpec } from '../../types.ts';
 import { isOutcome } from '../../delegation/run-child.ts';
 import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
-import { type Assign, type AssignReply, assignSchema, controlRequestSchema, type Drop, dropSchema, encode, guarded, type Heartbeat, inboundSchema, parse, spawnReplySchema, type SpawnRequest, subjects, tryParse } from '../wire.ts';
+import {
+  type Assign,
+  type AssignReply,
+  assignSchema,
+  controlRequestSchema,
+  type Drop,
+  dropSchema,
+  encode,
+  guarded,
+  type Heartbeat,
+  inboundSchema,
+  parse,
+  spawnReplySchema,
+  type SpawnRequest,
+  subjects,
+  tryParse,
+} from '../wire.ts';
 import { describe, openNats, type NatsLink } from '../nats.ts';
 import { every, Latch, within } from '../wait.ts';
 import { Mailbox } from './mailbox.ts';
@@ -91,7 +107,11 @@ export class Worker {
 
   #heartbeat(): void {
     if (this.#link.nc.isClosed()) return;
-    const hb: Heartbeat = { worker: this.id, capacity: this.#capacity, children: [...this.#held.values()].map((h) => ({ child: h.assign.child, epoch: h.assign.epoch })) };
+    const hb: Heartbeat = {
+      worker: this.id,
+      capacity: this.#capacity,
+      children: [...this.#held.values()].map((h) => ({ child: h.assign.child, epoch: h.assign.epoch })),
+    };
     this.#link.nc.publish(subjects.heartbeat(this.id), encode(hb));
   }
 
@@ -187,10 +207,7 @@ export class Worker {
     if (!ctx.open) return; // dropped meanwhile
     ctx.close();
     held.mailbox.close();
-    this.#link.nc.publish(
-      subjects.events(held.assign.child),
-      encode({ type: 'finish', outcome, epoch: held.assign.epoch, worker: this.id }),
-    );
+    this.#link.nc.publish(subjects.events(held.assign.child), encode({ type: 'finish', outcome, epoch: held.assign.epoch, worker: this.id }));
     this.#letGo(held);
   }
 
@@ -201,7 +218,14 @@ export class Worker {
       const agent = t.agent !== undefined ? t.agent : t.runner !== undefined ? own : undefined;
       return { goal: t.goal, ...(t.context !== undefined ? { context: t.context } : {}), ...(agent !== undefined ? { agent } : {}) };
     });
-    const req: SpawnRequest = { epoch: held.assign.epoch, worker: this.id, delegation_id, subagent_ids, tasks: wire, ...(options.timeout_ms !== undefined ? { timeout_ms: options.timeout_ms } : {}) };
+    const req: SpawnRequest = {
+      epoch: held.assign.epoch,
+      worker: this.id,
+      delegation_id,
+      subagent_ids,
+      tasks: wire,
+      ...(options.timeout_ms !== undefined ? { timeout_ms: options.timeout_ms } : {}),
+    };
     return new Promise((resolve) => {
       const refused = (error: string) => resolve(subagent_ids.map((subagent_id, task_index) => refusedEntry(subagent_id, task_index, error)));
       held.waiting++;

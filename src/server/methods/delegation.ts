@@ -12,21 +12,25 @@ function targets(session_id: unknown, server: Services, transport: string): Sess
 }
 
 export const delegationMethods = {
-  'delegation.spawn': defineMethod('delegation.spawn', (p, server, transport) => {
-    const s = server.sessions.authorize(p.session_id, transport);
-    if (server.draining) throw new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
-    if (server.runtime.isPaused(s.session_id)) throw new RpcError(RpcCode.SpawnPaused, 'spawning is paused');
-    // Only the JSON fields of a task cross the wire; a `runner` key is not a way in.
-    const tasks = p.tasks.map((t) => (typeof t === 'object' && t !== null && !Array.isArray(t) ? { ...t, runner: undefined } : t));
-    // The runtime checks every task itself (InvalidTasks, as for a library caller in plain JS).
-    const handle = server.runtime.delegate(tasks as readonly TaskSpec[], {
-      timeout_ms: p.timeout_ms,
-      owner: { session_id: s.session_id, transport, generation: s.generation },
-    });
-    // The entries arrive as events and through delegation.result; nobody awaits this promise.
-    handle.results.catch(() => undefined);
-    return { status: 'dispatched' as const, delegation_id: handle.delegation_id, subagent_ids: [...handle.subagent_ids], count: handle.subagent_ids.length };
-  }, { idempotent: true }),
+  'delegation.spawn': defineMethod(
+    'delegation.spawn',
+    (p, server, transport) => {
+      const s = server.sessions.authorize(p.session_id, transport);
+      if (server.draining) throw new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
+      if (server.runtime.isPaused(s.session_id)) throw new RpcError(RpcCode.SpawnPaused, 'spawning is paused');
+      // Only the JSON fields of a task cross the wire; a `runner` key is not a way in.
+      const tasks = p.tasks.map((t) => (typeof t === 'object' && t !== null && !Array.isArray(t) ? { ...t, runner: undefined } : t));
+      // The runtime checks every task itself (InvalidTasks, as for a library caller in plain JS).
+      const handle = server.runtime.delegate(tasks as readonly TaskSpec[], {
+        timeout_ms: p.timeout_ms,
+        owner: { session_id: s.session_id, transport, generation: s.generation },
+      });
+      // The entries arrive as events and through delegation.result; nobody awaits this promise.
+      handle.results.catch(() => undefined);
+      return { status: 'dispatched' as const, delegation_id: handle.delegation_id, subagent_ids: [...handle.subagent_ids], count: handle.subagent_ids.length };
+    },
+    { idempotent: true },
+  ),
 
   'delegation.result': defineMethod('delegation.result', (p, server, transport) => {
     const { delegation_id } = p;

@@ -29,6 +29,12 @@ export const parentMethods = {
     const turn = server.parents.peek(s.session_id)?.interrupt() ?? false;
     const stopped = server.runtime.interruptSession(s.session_id, s.generation);
     const interrupted = turn || stopped.length > 0;
-    return { session_id: s.session_id, status: interrupted ? ('interrupted' as const) : ('not_interrupted' as const), interrupted, turn_interrupted: turn, stopped };
+    return {
+      session_id: s.session_id,
+      status: interrupted ? ('interrupted' as const) : ('not_interrupted' as const),
+      interrupted,
+      turn_interrupted: turn,
+      stopped,
+    };
   }),
 } as const;

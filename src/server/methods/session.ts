@@ -32,7 +32,9 @@ function sessionView(server: Pick<Services, 'parents' | 'model' | 'cwd'>, s: Ses
 }
 
 /** session.resume and session.activate: the same re-bind (hermes names it both ways). */
-const rebind = (verb: string) => (p: ParamsOf<'session.resume'>, server: Services, transport: string): ResultOf<'session.resume'> => {
+const rebind =
+  (verb: string) =>
+  (p: ParamsOf<'session.resume'>, server: Services, transport: string): ResultOf<'session.resume'> => {
     let s;
     try {
       s = server.sessions.rebind(p.session_id, p.session_key, transport);
@@ -75,16 +77,20 @@ export const sessionMethods = {
     return { detached: true } as const;
   }),
 
-  'session.reset': defineMethod('session.reset', (p, server, transport) => {
-    const { session, retired } = server.sessions.reset(p.session_id, transport);
-    server.parents.peek(session.session_id)?.reset();
-    server.logger.info({ session_id: session.session_id, transport, generation: session.generation }, 'session reset');
-    // Fail closed: the old generation's children stop, and nothing of theirs reaches the session.
-    // Nothing of theirs is kept either: no scope can reach them again.
-    server.runtime.retireGeneration(session.session_id, retired);
-    server.ledger.retireBefore(session.session_id, session.generation);
-    return { session_id: session.session_id, generation: session.generation };
-  }, { idempotent: true }),
+  'session.reset': defineMethod(
+    'session.reset',
+    (p, server, transport) => {
+      const { session, retired } = server.sessions.reset(p.session_id, transport);
+      server.parents.peek(session.session_id)?.reset();
+      server.logger.info({ session_id: session.session_id, transport, generation: session.generation }, 'session reset');
+      // Fail closed: the old generation's children stop, and nothing of theirs reaches the session.
+      // Nothing of theirs is kept either: no scope can reach them again.
+      server.runtime.retireGeneration(session.session_id, retired);
+      server.ledger.retireBefore(session.session_id, session.generation);
+      return { session_id: session.session_id, generation: session.generation };
+    },
+    { idempotent: true },
+  ),
 
   'session.close': defineMethod('session.close', (p, server, transport) => {
     const s = server.sessions.authorize(p.session_id, transport);

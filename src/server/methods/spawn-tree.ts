@@ -45,7 +45,9 @@ export const spawnTreeMethods = {
   'spawn_tree.list': defineMethod('spawn_tree.list', async (p, server, transport) => {
     const trees = store(server);
     const visible = visibleDirs(server, transport, p.session_id, p.session_key);
-    return { entries: await trees.list({ session_id: p.session_id ?? undefined, cross_session: p.cross_session ?? false, limit: p.limit ?? DEFAULT_LIST, visible }) };
+    return {
+      entries: await trees.list({ session_id: p.session_id ?? undefined, cross_session: p.cross_session ?? false, limit: p.limit ?? DEFAULT_LIST, visible }),
+    };
   }),
 
   'spawn_tree.load': defineMethod('spawn_tree.load', (p, server, transport) => {

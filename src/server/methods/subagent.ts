@@ -19,44 +19,52 @@ function snapshotsText(session: Session, snapshots: readonly Readonly<Record<str
 
 export const subagentMethods = {
   'subagent.list': defineMethod(
-  'subagent.list',
-  (p, { sessions, runtime }, transport) => {
+    'subagent.list',
+    (p, { sessions, runtime }, transport) => {
+      const s = sessions.authorize(p.session_id, transport);
+      const subagents = runtime.scoped.list(sessions.scopeOf(s), { include_finished: p.include_finished ?? false });
+      // The bytes of JSON.stringify({ subagents, delegations: [] }).
+      return new JsonText(`{"subagents":${snapshotsText(s, subagents)},"delegations":[]}`);
+    },
+    { accepts: (p): p is { session_id: unknown; include_finished?: boolean } => p.include_finished === undefined || typeof p.include_finished === 'boolean' },
+  ),
+
+  'subagent.tail': defineMethod('subagent.tail', (p, { sessions, runtime }, transport) => {
     const s = sessions.authorize(p.session_id, transport);
-    const subagents = runtime.scoped.list(sessions.scopeOf(s), { include_finished: p.include_finished ?? false });
-    // The bytes of JSON.stringify({ subagents, delegations: [] }).
-    return new JsonText(`{"subagents":${snapshotsText(s, subagents)},"delegations":[]}`);
-  },
-  { accepts: (p): p is { session_id: unknown; include_finished?: boolean } => p.include_finished === undefined || typeof p.include_finished === 'boolean' },
-),
+    return runtime.scoped.tail(sessions.scopeOf(s), p.subagent_id, p.since);
+  }),
 
-'subagent.tail': defineMethod('subagent.tail', (p, { sessions, runtime }, transport) => {
-  const s = sessions.authorize(p.session_id, transport);
-  return runtime.scoped.tail(sessions.scopeOf(s), p.subagent_id, p.since);
-}),
+  'subagent.steer': defineMethod(
+    'subagent.steer',
+    (p, { sessions, runtime }, transport) => {
+      const s = sessions.authorize(p.session_id, transport);
+      const scope = sessions.scopeOf(s);
+      const r = runtime.scoped.steer(scope, p.subagent_id, p.text);
+      // A full queue is an error, not `rejected`: the host must learn to wait, not that the child is gone.
+      if (r.status === 'rejected' && r.reason === 'queue_full') throw new RpcError(RpcCode.SteerQueueFull, 'steer queue full');
+      if (r.status !== 'queued') {
+        // The caller's own finished child is known to it (subagent.list shows it): it takes no more steers.
+        const reason = r.reason === 'not_found' && runtime.scoped.has(scope, p.subagent_id) ? 'not_accepting' : r.reason;
+        return { status: 'rejected', subagent_id: p.subagent_id, text: r.text, reason } satisfies SteerAnswer;
+      }
+      const queued = { status: 'queued', subagent_id: p.subagent_id, text: r.text, steer_id: r.steer_id } as const;
+      // A child on a remote worker: `queued` only once the steer is in its mailbox (publish ack).
+      const committed = runtime.steerCommitted(p.subagent_id, r.steer_id);
+      if (committed === undefined) return queued;
+      return committed.then((ok) => {
+        if (!ok) throw new RpcError(RpcCode.NatsUnavailable, 'NATS unavailable');
+        return queued;
+      });
+    },
+    { idempotent: true, wire: (a) => (a.status === 'queued' ? a : { status: a.status, subagent_id: a.subagent_id, text: a.text }) },
+  ),
 
-'subagent.steer': defineMethod('subagent.steer', (p, { sessions, runtime }, transport) => {
-  const s = sessions.authorize(p.session_id, transport);
-  const scope = sessions.scopeOf(s);
-  const r = runtime.scoped.steer(scope, p.subagent_id, p.text);
-  // A full queue is an error, not `rejected`: the host must learn to wait, not that the child is gone.
-  if (r.status === 'rejected' && r.reason === 'queue_full') throw new RpcError(RpcCode.SteerQueueFull, 'steer queue full');
-  if (r.status !== 'queued') {
-    // The caller's own finished child is known to it (subagent.list shows it): it takes no more steers.
-    const reason = r.reason === 'not_found' && runtime.scoped.has(scope, p.subagent_id) ? 'not_accepting' : r.reason;
-    return { status: 'rejected', subagent_id: p.subagent_id, text: r.text, reason } satisfies SteerAnswer;
-  }
-  const queued = { status: 'queued', subagent_id: p.subagent_id, text: r.text, steer_id: r.steer_id } as const;
-  // A child on a remote worker: `queued` only once the steer is in its mailbox (publish ack).
-  const committed = runtime.steerCommitted(p.subagent_id, r.steer_id);
-  if (committed === undefined) return queued;
-  return committed.then((ok) => {
-    if (!ok) throw new RpcError(RpcCode.NatsUnavailable, 'NATS unavailable');
-    return queued;
-  });
-}, { idempotent: true, wire: (a) => (a.status === 'queued' ? a : { status: a.status, subagent_id: a.subagent_id, text: a.text }) }),
-
-'subagent.interrupt': defineMethod('subagent.interrupt', (p, { sessions, runtime }, transport) => {
-  const s = sessions.authorize(p.session_id, transport);
-  return runtime.scoped.interrupt(sessions.scopeOf(s), p.subagent_id);
-}, { idempotent: true }),
+  'subagent.interrupt': defineMethod(
+    'subagent.interrupt',
+    (p, { sessions, runtime }, transport) => {
+      const s = sessions.authorize(p.session_id, transport);
+      return runtime.scoped.interrupt(sessions.scopeOf(s), p.subagent_id);
+    },
+    { idempotent: true },
+  ),
 } as const;

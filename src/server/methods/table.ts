@@ -20,4 +20,3 @@ export const METHODS: { readonly [M in MethodName]: MethodDef<M> } = {
   ...parentMethods,
   ...spawnTreeMethods,
 };
-
