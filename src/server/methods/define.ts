@@ -44,7 +44,7 @@ export interface MethodDef<M extends MethodName = MethodName> {
   readonly idempotent: boolean;
   /** The params as the handler gets them; throws the schema's ZodError (toRpcError maps its codes). */
   parse(params: Record<string, unknown>): ParamsOf<M>;
-  /** Runs the call with the replay flag apart (HTTP says it in a header, MCP in its result). */
+  /** Runs the call with the replay flag apart (HTTP says it in a header, not in the body). */
   run(params: Record<string, unknown>, ctx: CallContext): Keyed<AnswerOf<M>>;
   /** Runs the call as JSON-RPC answers it: the wire's shape; a replay carries `idempotent_replay: true`. */
   call(params: Record<string, unknown>, ctx: CallContext): WireAnswerOf<M>;
