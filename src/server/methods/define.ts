@@ -15,7 +15,7 @@ export type ResultOf<M extends MethodName> = Immutable<WireResultOf<M>>;
 type WireSteer = ResultOf<'subagent.steer'>;
 /**
  * A steer's answer with why it was refused. The wire's shape carries no `reason` (hermes
- * compatibility): JSON-RPC drops it, HTTP and MCP map it to their own answers.
+ * compatibility): JSON-RPC drops it, HTTP maps it to its status codes.
  */
 export type SteerAnswer = Extract<WireSteer, { status: 'queued' }> | (Extract<WireSteer, { status: 'rejected' }> & { readonly reason: SteerRejection });
 
