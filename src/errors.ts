@@ -1,6 +1,9 @@
 // Local errors: string codes inside the process. The RPC layer converts them to wire errors in
 // one place (src/rpc/errors.ts); nothing here knows JSON-RPC numbers.
 
+/** What a server without a model answers a prompt (the parent agent and the server say the same). */
+export const NO_MODEL_MESSAGE = 'no model configured: start the server with --base-url and --model';
+
 export const ErrorCode = {
   TasksRequired: 'tasks_required',
   InvalidTasks: 'invalid_tasks',

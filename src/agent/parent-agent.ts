@@ -12,7 +12,7 @@ import { STEER_PROMPT } from './steer-marker.ts';
 import { buildCompletionEntry } from '../delegation/completion.ts';
 import { preview } from '../child/preview.ts';
 import type { Owner, Scope } from '../types.ts';
-import { ErrorCode, SubrunError } from '../errors.ts';
+import { ErrorCode, NO_MODEL_MESSAGE, SubrunError } from '../errors.ts';
 import { sleep, type Clock } from '../clock.ts';
 import type { IdMaker } from '../ids.ts';
 import type { Logger } from '../log.ts';
@@ -83,7 +83,7 @@ export class ParentAgent {
   /** Starts one turn in the background; it begins streaming at once (`message.start`). */
   submit(text: string): { status: 'streaming'; turn_id: string } {
     const config = this.#deps.config;
-    if (!config) throw new SubrunError(ErrorCode.NoModel, 'no model configured: start the server with --base-url and --model');
+    if (!config) throw new SubrunError(ErrorCode.NoModel, NO_MODEL_MESSAGE);
     if (this.#turn) throw new SubrunError(ErrorCode.TurnRunning, 'a turn is already running: steer it with session.steer or stop it with session.interrupt');
     const turn: Turn = { turn_id: `turn_${++this.#turns}`, abort: new AbortController(), inbox: new SteerInbox() };
     this.#turn = turn;

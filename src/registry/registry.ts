@@ -9,9 +9,9 @@ import { isFinalStatus } from '../types.ts';
 import type { IdMaker } from '../ids.ts';
 import type { ChildRecord } from '../child/record.ts';
 import { toSnapshot, type Snapshot } from '../child/snapshot.ts';
+import { steerTextProblem } from '../contract/methods.ts';
 
-/** Largest steer accepted, in UTF-8 bytes of the trimmed text. */
-export const MAX_STEER_BYTES = 32768;
+export { MAX_STEER_BYTES } from '../contract/methods.ts';
 
 /** Default bounds of one child's undelivered steers (queued or taken): count and UTF-8 bytes. */
 export const DEFAULT_MAX_QUEUED_STEERS = 64;
@@ -189,9 +189,10 @@ export class Registry {
    */
   steer(subagent_id: string, rawText: string, scope?: Scope): SteerResult {
     const text = typeof rawText === 'string' ? rawText.trim() : '';
-    if (text === '') return rejected(subagent_id, text, 'empty');
+    // The wire's rule (contract/methods.ts), so an in-process steer is held to the same bound.
+    const problem = steerTextProblem(text);
+    if (problem !== undefined) return rejected(subagent_id, text, problem);
     const bytes = Buffer.byteLength(text, 'utf8');
-    if (bytes > MAX_STEER_BYTES) return rejected(subagent_id, text, 'too_long');
     const r = this.getScoped(scope, subagent_id);
     if (!r || r.finished) return rejected(subagent_id, text, 'not_found');
     if (!r.accepting_steer || isFinalStatus(r.status)) return rejected(subagent_id, text, 'not_accepting');

@@ -103,10 +103,8 @@ export interface ControlRequest {
   readonly epoch: number;
 }
 
-/** An agent spec as the wire carries it: a JSON object (`{kind, ...}`). */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+/** An agent spec as the wire carries it is a JSON object (`{kind, ...}`). */
+export { isRecord } from '../guards.ts';
 
 const encoder = new TextEncoder();
 export function encode(value: unknown): Uint8Array {

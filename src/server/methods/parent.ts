@@ -1,10 +1,7 @@
 // The session's parent agent over the wire: prompt.submit runs one turn in the background,
 // session.steer guides the running turn, session.interrupt stops it and the session's children.
-import { ErrorCode, SubrunError } from '../../errors.ts';
+import { ErrorCode, NO_MODEL_MESSAGE, SubrunError } from '../../errors.ts';
 import { defineMethod } from './define.ts';
-
-/** What prompt.submit answers when the server has no parent agent to make (the model loop's own words). */
-export const NO_MODEL = 'no model configured: start the server with --base-url and --model';
 import { RpcCode, RpcError } from '../errors.ts';
 
 export const parentMethods = {
@@ -12,7 +9,7 @@ export const parentMethods = {
     const s = server.sessions.authorize(p.session_id, transport);
     if (server.draining) throw new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
     const parent = server.parents.of(s.session_id);
-    if (!parent) throw new SubrunError(ErrorCode.NoModel, NO_MODEL);
+    if (!parent) throw new SubrunError(ErrorCode.NoModel, NO_MODEL_MESSAGE);
     return parent.submit(p.text);
   }),
 
