@@ -16,6 +16,12 @@ export const ErrorCode = {
   NoModel: 'no_model',
   /** A parent agent asked for a turn while its last one still runs. */
   TurnRunning: 'turn_running',
+  /** subagent.revive of a child that did not end by a restart or a lost worker (or cannot run again). */
+  NotRevivable: 'not_revivable',
+  /** subagent.revive of a child revived before. */
+  AlreadyRevived: 'already_revived',
+  /** The store cannot write: nothing was acknowledged. */
+  StoreUnavailable: 'store_unavailable',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

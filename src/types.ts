@@ -23,7 +23,7 @@ export function isFinalStatus(status: ChildStatus): status is FinalStatus {
 }
 
 /** Why a steer was refused (in-process only: the wire answers `rejected` without a reason). */
-export type SteerRejection = 'not_found' | 'empty' | 'too_long' | 'not_accepting' | 'vetoed' | 'queue_full';
+export type SteerRejection = 'not_found' | 'empty' | 'too_long' | 'not_accepting' | 'vetoed' | 'queue_full' | 'store_unavailable';
 
 /** A steer's answer: queued (not yet delivered) or rejected, with why in-process. */
 export type SteerResult =
@@ -63,6 +63,8 @@ export interface MissedSteer {
   readonly steer_id: string;
   readonly text: string;
   readonly maybe_delivered: boolean;
+  /** Queued again by a revival: the steer's id on the lost child. */
+  readonly requeued_from?: string;
 }
 
 /**
@@ -98,6 +100,8 @@ export interface Steer {
   readonly text: string;
   /** Acceptance order within the child (1, 2, ...). */
   readonly seq: number;
+  /** Queued again by a revival (subagent.revive): the steer's id on the lost child. */
+  readonly requeued_from?: string;
 }
 
 /** What a runner reports when it stops. Run failures are reported here, not thrown. */
@@ -174,6 +178,17 @@ export interface RunnerContext {
    * Runners call it at each step boundary; in production it costs one resolved promise or less.
    */
   checkpoint(label: string): Promise<void>;
+  /**
+   * Where this run may continue from: what the lost child it revives last passed to
+   * `saveProgress` (subagent.revive, docs/durability.md); undefined for a fresh child.
+   */
+  readonly restored: RestoredRun | undefined;
+  /**
+   * Records how far the run got, as plain JSON (the scripted runner: its next step; the
+   * OpenAI-compatible runner: its conversation after the last completed model turn). A store
+   * keeps the latest, coalesced; a revival of this child after a restart gets it as `restored`.
+   */
+  saveProgress(state: unknown): void;
   /** Appends a line to the child's transcript (the 16 KiB tail hosts can read). */
   write(line: string): void;
   /** Reasoning text: transcript + `subagent.thinking`. */
@@ -252,4 +267,90 @@ export interface Runner {
    * rejection counts as `refused`.
    */
   committed?(subagent_id: string, steer_id: string): Promise<SteerCommit> | undefined;
+}
+
+/**
+ * What the runtime writes down about its children so that a restart forgets nothing a host was
+ * told (docs/durability.md). A store implements it (src/store); without one nothing is written.
+ * Every call only queues the fact: `flush()` makes everything queued durable in one transaction,
+ * and the runtime calls it before it answers (a spawn's ids, a steer's `queued`) or before a steer
+ * it took reaches a model request. A store that cannot write throws StoreUnavailableError from
+ * flush, and keeps what was queued for its next flush.
+ */
+export interface ChildJournal {
+  /** False once a flush failed, until one succeeds: writes are refused meanwhile. */
+  readonly available: boolean;
+  spawned(child: JournaledChild): void;
+  started(subagent_id: string, at: number): void;
+  /** The transcript's tail window and the runner's checkpoint, coalesced by the runtime. */
+  progress(subagent_id: string, tail: string, checkpoint: unknown): void;
+  finished(subagent_id: string, entry: CompletionEntry, at: number): void;
+  steerAccepted(subagent_id: string, steer: Steer, at: number): void;
+  /** A steer taken back before it reached anything (a remote mailbox refused it). */
+  steerWithdrawn(subagent_id: string, steer_id: string): void;
+  /** Handed to a model request that has not confirmed yet: missed with maybe_delivered if lost now. */
+  steersTaken(subagent_id: string, steer_ids: readonly string[]): void;
+  steersDelivered(subagent_id: string, steer_ids: readonly string[]): void;
+  flush(): void;
+  /** Children whose entry was never written: the last process died while they ran or waited. */
+  unfinished(): StoredChild[];
+  child(subagent_id: string): StoredChild | undefined;
+  /** The revival of `subagent_id` (subagent.revive): a second one is refused. */
+  revived(subagent_id: string, revived_as: string): void;
+}
+
+export type SteerState = 'queued' | 'taken' | 'delivered';
+
+export interface StoredSteer {
+  readonly steer_id: string;
+  readonly seq: number;
+  readonly text: string;
+  readonly state: SteerState;
+  readonly requeued_from: string | undefined;
+}
+
+/** A child as the journal has it. */
+export interface StoredChild extends JournaledChild {
+  readonly status: ChildStatus;
+  readonly started_at: number | null;
+  readonly entry: CompletionEntry | undefined;
+  readonly tail: string;
+  readonly checkpoint: unknown;
+  readonly revived_to: string | undefined;
+  /** Steers not yet finished with (a finished child's are in its entry). */
+  readonly steers: readonly StoredSteer[];
+}
+
+/** What a revived run continues from (RunnerContext.restored). */
+export interface RestoredRun {
+  /** The lost child's last saveProgress() (undefined: it saved none; start from the beginning). */
+  readonly progress: unknown;
+  /** Why the run is continued, for a runner that tells its model: the restart, and the host's text. */
+  readonly note: string;
+}
+
+/** A child as the journal keeps it: enough to settle it after a restart and to revive it. */
+export interface JournaledChild {
+  readonly subagent_id: string;
+  readonly parent_id: string | null;
+  readonly depth: number;
+  readonly delegation_id: string;
+  readonly task_index: number;
+  readonly task_count: number;
+  readonly goal: string;
+  readonly context: string | undefined;
+  /**
+   * How to run it again: the task's JSON agent spec, `default` for the runtime's default runner,
+   * or `object` for a runner object (which no later process has: not revivable).
+   */
+  readonly agent: { readonly spec: unknown } | 'default' | 'object';
+  readonly model: string;
+  readonly owner: Owner | undefined;
+  readonly timeout_ms: number | undefined;
+  readonly revived_from: string | undefined;
+}
+
+/** The store could not write (disk full, read-only, corrupt): nothing was acknowledged. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
 }

@@ -10,8 +10,13 @@ export async function subrunStdio(flags: readonly string[] = []): Promise<{ proc
   return { proc, client: ndjsonClient(proc) };
 }
 
+/**
+ * A `serve --ws`: memory only unless `flags` name a state directory (the durability cases compare
+ * the two); a bench never writes to the user's default state directory.
+ */
 export async function subrunWs(flags: readonly string[] = []): Promise<{ proc: ServerProcess; url: string }> {
-  const proc = startProcess(['bin/subrun.js', 'serve', '--ws', '--port', '0', '--token', BENCH_TOKEN, ...flags]);
+  const state = flags.includes('--state-dir') || flags.includes('--no-state') ? [] : ['--no-state'];
+  const proc = startProcess(['bin/subrun.js', 'serve', '--ws', '--port', '0', '--token', BENCH_TOKEN, ...state, ...flags]);
   const m = await waitForStderr(proc, /listening on (ws:\/\/\S+)/, 20_000);
   return { proc, url: m[1] as string };
 }

@@ -2,7 +2,7 @@
 // (counters, steer inbox, transcript, stop), changed only through its intent methods.
 import { SteerInbox } from './steering.ts';
 import { Transcript, type TailSlice } from './transcript.ts';
-import type { ChildStatus, CompletionEntry, Owner, Runner, Steer, ToolTraceItem } from '../types.ts';
+import type { ChildStatus, CompletionEntry, JournaledChild, Owner, RestoredRun, Runner, Steer, ToolTraceItem } from '../types.ts';
 
 /** Why a child's signal was aborted. */
 export type StopReason = 'interrupt' | 'timeout';
@@ -37,6 +37,11 @@ export interface ChildInit extends ChildIdentity {
   readonly parent: ChildRecord | null;
   readonly timeout_ms: number | undefined;
   readonly batch?: SettleListener;
+  /** How a later process could run it again (see JournaledChild.agent). */
+  readonly agent: JournaledChild['agent'];
+  /** A revival (subagent.revive): the lost child it continues, and that child's last progress. */
+  readonly revived_from?: string;
+  readonly restored?: RestoredRun;
 }
 
 export class ChildRecord {
@@ -54,6 +59,12 @@ export class ChildRecord {
   readonly owner: Owner | undefined;
   readonly parent: ChildRecord | null;
   readonly timeout_ms: number | undefined;
+  readonly agent: JournaledChild['agent'];
+  readonly revived_from: string | undefined;
+  /** What the run continues from (RunnerContext.restored). */
+  readonly restored: RestoredRun | undefined;
+  /** The runner's latest saveProgress(), kept for the journal. */
+  progress: unknown;
 
   readonly #inbox = new SteerInbox();
   readonly #transcript = new Transcript();
@@ -97,6 +108,10 @@ export class ChildRecord {
     this.owner = init.owner;
     this.parent = init.parent;
     this.timeout_ms = init.timeout_ms;
+    this.agent = init.agent;
+    this.revived_from = init.revived_from;
+    this.restored = init.restored;
+    this.progress = init.restored?.progress;
     this.#batch = init.batch;
     this.#lifecycle = lifecycle;
   }
@@ -189,6 +204,7 @@ export class ChildRecord {
   start(now: number): void {
     this.#status = 'running';
     this.#startedAt = now;
+    if (this.revived_from !== undefined) this.appendLine(`[revived from ${this.revived_from}]`);
     this.appendLine(`[start] ${this.goal}`);
   }
 
@@ -286,8 +302,8 @@ export class ChildRecord {
    * Queues a steer, past the runner's veto (whose throw propagates: the steer leaves no trace, and
    * no waiting runner wakes); null once the inbox is sealed.
    */
-  acceptSteer(steer_id: string, text: string): Steer | null {
-    return this.#inbox.push(steer_id, text, this.#lifecycle?.steerVeto);
+  acceptSteer(steer_id: string, text: string, requeued_from?: string): Steer | null {
+    return this.#inbox.push(steer_id, text, this.#lifecycle?.steerVeto, requeued_from);
   }
 
   /** Takes back a steer still queued (it never reached the runner's mailbox); true if it was. */

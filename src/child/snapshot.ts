@@ -19,5 +19,6 @@ export function toSnapshot(r: ChildRecord): Snapshot {
     last_tool: r.last_tool,
     accepting_steer: r.accepting_steer,
   };
-  return r.finished_at === null ? snap : { ...snap, finished_at: r.finished_at / 1000 };
+  const revived = r.revived_from === undefined ? snap : { ...snap, revived_from: r.revived_from };
+  return r.finished_at === null ? revived : { ...revived, finished_at: r.finished_at / 1000 };
 }

@@ -36,9 +36,9 @@ export class SteerInbox {
    * Queues a steer; null (and nothing changes) once sealed. `veto` sees the steer before it is
    * queued or any waiter is woken; if it throws, nothing changes and the error propagates.
    */
-  push(steer_id: string, text: string, veto?: (steer: Steer) => void): Steer | null {
+  push(steer_id: string, text: string, veto?: (steer: Steer) => void, requeued_from?: string): Steer | null {
     if (this.#sealed) return null;
-    const steer: Steer = { steer_id, text, seq: this.#seq + 1 };
+    const steer: Steer = requeued_from === undefined ? { steer_id, text, seq: this.#seq + 1 } : { steer_id, text, seq: this.#seq + 1, requeued_from };
     veto?.(steer);
     // The veto may have stopped this very child (a runner's onSteer that interrupts, say): once
     // sealed, a steer queued now would be neither delivered nor in missed_steer.

@@ -11,167 +11,22 @@ import { realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve as resolvePath } from 'node:path';
 import type { AcpStdio } from '../acp/stdio.ts';
-import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec, type FlagValues } from './flags.ts';
+import { helpText, parseFlags, UsageError, wantsHelp, type FlagValues } from './flags.ts';
+import { SERVE_FLAGS } from './serve-flags.ts';
+
+export { SERVE_FLAGS };
 import { openaiKind, openaiRunner } from '../agent/runner.ts';
 import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
 import { SCRIPTED_MODEL } from '../delegation/runners/scripted.ts';
 import type { Placement } from '../remote/control/placement.ts';
 import { createLogger } from '../log.ts';
-import { MODEL_FLAGS, modelConfig } from './model-options.ts';
-import { MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../rpc/reply-budget.ts';
+import { modelConfig } from './model-options.ts';
 import { RpcServer } from '../server.ts';
 import { stdioTransport, type StdioTransport } from '../rpc/transports/stdio.ts';
 import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/transports/ws.ts';
 import { createHttpApi } from '../http/api.ts';
+import type { SqliteStore } from '../store/sqlite.ts';
 
-export const SERVE_FLAGS = [
-  { flag: 'stdio', kind: 'bool', help: 'serve one host over stdin/stdout (exactly one of --stdio, --ws, --acp)' },
-  { flag: 'ws', kind: 'bool', help: 'serve WebSocket hosts on --host:--port' },
-  { flag: 'acp', env: 'SUBRUN_ACP', kind: 'bool', help: 'serve an IDE over stdin/stdout with the Agent Client Protocol (docs/acp.md)' },
-  { flag: 'host', env: 'SUBRUN_HOST', kind: 'string', arg: 'H', help: 'WebSocket bind address (default 127.0.0.1)' },
-  { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535, help: 'WebSocket port, 0 for any free one (default 8787)' },
-  { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string', arg: 'T', help: 'the token every WebSocket upgrade must carry (default: made up, printed to stderr)' },
-  { flag: 'allow-origin', env: 'SUBRUN_ALLOW_ORIGIN', kind: 'list', arg: 'O[,O]', help: "more allowed browser origins (default: the server's own)" },
-  {
-    flag: 'max-concurrent-children',
-    env: 'SUBRUN_MAX_CONCURRENT_CHILDREN',
-    kind: 'int',
-    min: 1,
-    max: 1024,
-    help: 'children one parent runs at once, and the largest batch (default 3)',
-  },
-  { flag: 'max-spawn-depth', env: 'SUBRUN_MAX_SPAWN_DEPTH', kind: 'int', min: 1, max: 64, help: 'levels of children below a session (default 1)' },
-  {
-    flag: 'max-message-bytes',
-    env: 'SUBRUN_MAX_MESSAGE_BYTES',
-    kind: 'int',
-    min: 1024,
-    max: 256 * 1024 * 1024,
-    help: 'largest stdio line / WebSocket frame (default 1048576)',
-  },
-  { flag: 'max-batch', env: 'SUBRUN_MAX_BATCH', kind: 'int', min: 1, max: MAX_MAX_BATCH, help: 'most elements one batch may have (default 1000)' },
-  {
-    flag: 'max-reply-bytes',
-    env: 'SUBRUN_MAX_REPLY_BYTES',
-    kind: 'int',
-    min: 1024,
-    max: MAX_MAX_REPLY_BYTES,
-    help: "bytes one message's replies may take (default 33554432)",
-  },
-  { flag: 'park-ttl-ms', env: 'SUBRUN_PARK_TTL_MS', kind: 'int', min: 0, help: 'how long a session with no transport attached lives (default 900000)' },
-  { flag: 'replay-events', env: 'SUBRUN_REPLAY_EVENTS', kind: 'int', min: 0, max: 100_000, help: "events each session's replay ring keeps (default 1000)" },
-  {
-    flag: 'replay-bytes',
-    env: 'SUBRUN_REPLAY_BYTES',
-    kind: 'int',
-    min: 0,
-    max: 256 * 1024 * 1024,
-    help: "bytes each session's replay ring keeps (default 1048576)",
-  },
-  {
-    flag: 'interrupt-grace-ms',
-    env: 'SUBRUN_INTERRUPT_GRACE_MS',
-    kind: 'int',
-    min: 0,
-    help: 'how long a stopped runner may take before it is abandoned (default 10000)',
-  },
-  // A setInterval over 2^31-1 ms would fire every millisecond.
-  {
-    flag: 'heartbeat-ms',
-    env: 'SUBRUN_HEARTBEAT_MS',
-    kind: 'int',
-    min: 100,
-    max: 2_147_483_647,
-    help: 'WebSocket ping interval; a silent peer is dropped (default 30000)',
-  },
-  {
-    flag: 'max-outbound-bytes',
-    env: 'SUBRUN_MAX_OUTBOUND_BYTES',
-    kind: 'int',
-    min: 1024,
-    help: 'unsent bytes a WebSocket peer may have queued before it is dropped (default 8388608)',
-  },
-  { flag: 'max-queued-steers', env: 'SUBRUN_MAX_QUEUED_STEERS', kind: 'int', min: 1, max: 100_000, help: 'undelivered steers one child may hold (default 64)' },
-  {
-    flag: 'max-queued-steer-bytes',
-    env: 'SUBRUN_MAX_QUEUED_STEER_BYTES',
-    kind: 'int',
-    min: 32768,
-    max: 1024 * 1024 * 1024,
-    help: 'the same bound in UTF-8 bytes (default 262144)',
-  },
-  {
-    flag: 'retain-finished',
-    env: 'SUBRUN_RETAIN_FINISHED',
-    kind: 'int',
-    min: 0,
-    max: 100_000,
-    help: 'finished children kept per session for list and tail (default 100)',
-  },
-  // setTimeout's limit: a longer deadline would fire at once.
-  {
-    flag: 'shutdown-grace-ms',
-    env: 'SUBRUN_SHUTDOWN_GRACE_MS',
-    kind: 'int',
-    min: 0,
-    max: 2_147_483_647,
-    help: 'on shutdown, how long peers have to read their completions before they are cut (default 5000)',
-  },
-  { flag: 'ui-dir', env: 'SUBRUN_UI_DIR', kind: 'string', arg: 'DIR', help: "the directory served under /ui/ with --ws (default: the package's dashboard)" },
-  {
-    flag: 'log-level',
-    env: 'SUBRUN_LOG_LEVEL',
-    kind: 'string',
-    arg: 'L',
-    help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)',
-  },
-  {
-    flag: 'single-user',
-    env: 'SUBRUN_SINGLE_USER',
-    kind: 'bool',
-    help: "hermes' authority model: the token owns every session (resume and replay need no key)",
-  },
-  {
-    flag: 'state-dir',
-    env: 'SUBRUN_STATE_DIR',
-    kind: 'string',
-    arg: 'DIR',
-    help: 'where saved spawn trees are kept (default $XDG_STATE_HOME/subrun or ~/.local/state/subrun)',
-  },
-  { flag: 'no-state', env: 'SUBRUN_NO_STATE', kind: 'bool', help: 'keep no state: spawn_tree.* answer 4031' },
-  {
-    flag: 'default-runner',
-    env: 'SUBRUN_DEFAULT_RUNNER',
-    kind: 'string',
-    arg: 'R',
-    help: 'runner of tasks without an agent: scripted or openai (default scripted)',
-  },
-  // Children on workers through NATS JetStream (docs/scale-out.md); without --nats, in-process.
-  {
-    flag: 'nats',
-    env: 'SUBRUN_NATS',
-    kind: 'string',
-    arg: 'URL',
-    help: 'run every child on `subrun worker` processes through this NATS server with JetStream (docs/scale-out.md)',
-  },
-  {
-    flag: 'worker-loss-ms',
-    env: 'SUBRUN_WORKER_LOSS_MS',
-    kind: 'int',
-    min: 100,
-    max: 2_147_483_647,
-    help: 'with --nats: a worker silent this long is lost (default 3000)',
-  },
-  {
-    flag: 'nats-outage-ms',
-    env: 'SUBRUN_NATS_OUTAGE_MS',
-    kind: 'int',
-    min: 100,
-    max: 2_147_483_647,
-    help: 'with --nats: how long a new child waits through a NATS outage before it fails (default 30000)',
-  },
-  ...MODEL_FLAGS,
-] as const satisfies readonly FlagSpec[];
 
 const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp [options]
 
@@ -200,8 +55,14 @@ export async function serve(argv: readonly string[]): Promise<number> {
 
   if (v['no-state'] === true && v['state-dir'] !== undefined) throw new UsageError('--no-state and --state-dir exclude each other');
   const state_dir = v['no-state'] === true ? undefined : resolvePath(v['state-dir'] ?? defaultStateDir());
+  const fsync = v.fsync ?? 'normal';
+  if (fsync !== 'normal' && fsync !== 'full') throw new UsageError(`--fsync must be normal or full, got ${JSON.stringify(fsync)}`);
+  // A listener outlives any one host, so it keeps its state by default; a pipe dies with its host's
+  // pipe, so it keeps state only when asked (docs/durability.md, "Where state lives").
+  const durable_dir = v['no-state'] === true ? undefined : v.ws === true || v['state-dir'] !== undefined ? state_dir : undefined;
 
   const logger = createLogger(level);
+  const store = durable_dir === undefined ? undefined : await openStore(durable_dir, fsync, logger);
   const nats = v.nats;
   if (nats === undefined && (v['worker-loss-ms'] !== undefined || v['nats-outage-ms'] !== undefined)) {
     throw new UsageError('--worker-loss-ms and --nats-outage-ms need --nats');
@@ -219,12 +80,14 @@ export async function serve(argv: readonly string[]): Promise<number> {
     replay_bytes: v['replay-bytes'],
     single_user: v['single-user'] === true,
     state_dir,
+    ...(store ? { store } : {}),
     cwd: resolvePath(v.workspace ?? '.'),
     runtime: {
       interrupt_grace_ms: v['interrupt-grace-ms'],
       max_queued_steers: v['max-queued-steers'],
       max_queued_steer_bytes: v['max-queued-steer-bytes'],
       retain_finished: v['retain-finished'],
+      checkpoint_ms: v['checkpoint-ms'],
       // With --nats every child runs on a worker; the runtime itself is the same.
       ...(remote ? { runner_kinds: remote.kinds(localKinds) } : {}),
     },
@@ -250,6 +113,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
       await acp?.settle(grace);
       // Every child stopped and its completion sent; every connection closed behind it.
       await server.shutdown();
+      // Everything the shutdown settled is written; the next start on this directory finds it.
+      store?.close();
       await remote?.close();
       if (listener) await listener.close();
       else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
@@ -321,6 +186,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
       },
       (t) => server.connect(t),
     );
+    store?.announce(listener.url);
+    if (store) process.stderr.write(`subrun state: ${store.path} (recovered ${JSON.stringify(server.recovered)})\n`);
     process.stderr.write(`subrun listening on ${listener.url}\n`);
     // The page trades ?token= for a cookie and drops it from the address. A token made up here is
     // printed anyway (below), so its link is whole; one the user chose is never echoed to a log.
@@ -335,6 +202,18 @@ export async function serve(argv: readonly string[]): Promise<number> {
   await done;
   process.stdin.pause();
   return 0;
+}
+
+/** The state directory's store; one that cannot be opened (in use, corrupt, too open, from the future) is one line and exit 2. */
+async function openStore(dir: string, fsync: 'normal' | 'full', logger: ReturnType<typeof createLogger>): Promise<SqliteStore> {
+  const [{ SqliteStore }, { StoreOpenError }] = await Promise.all([import('../store/sqlite.ts'), import('../store/open.ts')]);
+  try {
+    return SqliteStore.open(dir, { fsync, logger });
+  } catch (err) {
+    if (!(err instanceof StoreOpenError)) throw err;
+    process.stderr.write(`subrun: ${err.message}\n`);
+    process.exit(2);
+  }
 }
 
 /** The remote placement; NATS unreachable (or without JetStream) is one line and exit 2. */
@@ -360,8 +239,8 @@ async function openPlacement(
   }
 }
 
-/** `$XDG_STATE_HOME/subrun`, else `~/.local/state/subrun` (made only when a tree is saved). */
-function defaultStateDir(): string {
+/** `$XDG_STATE_HOME/subrun`, else `~/.local/state/subrun` (made when a store opens there or a tree is saved). */
+export function defaultStateDir(): string {
   const xdg = process.env.XDG_STATE_HOME;
   return xdg !== undefined && isAbsolute(xdg) ? join(xdg, 'subrun') : join(homedir(), '.local', 'state', 'subrun');
 }

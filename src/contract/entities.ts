@@ -24,6 +24,8 @@ export const snapshotSchema = z.strictObject({
   last_tool: z.string(),
   accepting_steer: z.boolean(),
   finished_at: unixSeconds.optional(),
+  /** A revived child (subagent.revive): the lost child it continues. */
+  revived_from: id.optional(),
 });
 
 export const completionEntrySchema = z.strictObject({
@@ -40,7 +42,19 @@ export const completionEntrySchema = z.strictObject({
   tool_trace: z.array(z.strictObject({ tool: z.string(), status: z.enum(['ok', 'error', 'running']) })),
   missed_steer: z.string().optional(),
   // With missed_steer, always: each missed steer; maybe_delivered only after a worker loss.
-  missed_steer_detail: z.array(z.strictObject({ steer_id: id, text: z.string(), maybe_delivered: z.boolean() })).optional(),
+  // requeued_from: a steer a revival queued again, and the id it had on the lost child.
+  missed_steer_detail: z.array(z.strictObject({ steer_id: id, text: z.string(), maybe_delivered: z.boolean(), requeued_from: id.optional() })).optional(),
+  /** Set on a child the server settled after a restart or a worker loss: whether subagent.revive can continue it. */
+  revivable: z.boolean().optional(),
+  /** A revived child's entry: the lost child it continued. */
+  revived_from: id.optional(),
+});
+
+/** What the server's last start found and settled (docs/durability.md): zeros without a store. */
+export const recoveredSchema = z.strictObject({
+  sessions: z.number().int().nonnegative(),
+  children_settled: z.number().int().nonnegative(),
+  steers_missed: z.number().int().nonnegative(),
 });
 
 export const tailResultSchema = z.strictObject({

@@ -1,7 +1,7 @@
 // Schemas of the events subrun sends (protocol section 8): the wire's payloads by type, the bus's
 // in-process view of them, gateway.ready and the envelope every event notification carries.
 import { z } from 'zod';
-import { completionEntrySchema, finalStatusSchema, id, PROTOCOL_VERSION, unixSeconds } from './entities.ts';
+import { completionEntrySchema, finalStatusSchema, id, PROTOCOL_VERSION, recoveredSchema, unixSeconds } from './entities.ts';
 
 const identity = {
   subagent_id: id,
@@ -35,6 +35,8 @@ export const wireCompletionSchema = z.strictObject({
   tool_trace: completionEntrySchema.shape.tool_trace,
   missed_steer: z.string().optional(),
   missed_steer_detail: completionEntrySchema.shape.missed_steer_detail,
+  revivable: completionEntrySchema.shape.revivable,
+  revived_from: completionEntrySchema.shape.revived_from,
 });
 
 /** hermes' `TurnStatus`: how a parent turn ended. */
@@ -49,7 +51,7 @@ export const eventPayloadSchemas = {
   'subagent.thinking': z.strictObject({ ...identity, text: z.string() }),
   'subagent.text': z.strictObject({ ...identity, text: z.string() }),
   'subagent.tool': z.strictObject({ ...identity, tool_name: z.string(), tool_preview: z.string(), text: z.string(), tool_count: z.number().int().positive() }),
-  'subagent.steer.delivered': z.strictObject({ ...identity, steer_id: id, text: z.string() }),
+  'subagent.steer.delivered': z.strictObject({ ...identity, steer_id: id, text: z.string(), requeued_from: id.optional() }),
   'subagent.complete': wireCompletionSchema,
   'message.start': z.strictObject({}),
   'message.delta': z.strictObject({ turn_id: id, text: z.string() }),
@@ -131,6 +133,8 @@ export const gatewayReadyPayloadSchema = z.strictObject({
   change_events: z.literal(false),
   /** `gateway.ping` is answered at once on every transport. */
   heartbeat: z.literal(true),
+  /** What this server's start recovered from its state directory. */
+  recovered: recoveredSchema,
 });
 
 /**

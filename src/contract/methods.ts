@@ -1,7 +1,7 @@
 // The methods of the wire: each one's params schema (validated once, at the boundary, answering
 // subrun's own codes) and result schema; hosts and the server share them (subrun/protocol).
 import { z } from 'zod';
-import { completionEntrySchema, id, interruptResultSchema, PROTOCOL_VERSION, snapshotSchema, tailResultSchema, unixSeconds } from './entities.ts';
+import { completionEntrySchema, id, interruptResultSchema, PROTOCOL_VERSION, recoveredSchema, snapshotSchema, tailResultSchema, unixSeconds } from './entities.ts';
 import { wireEventSchema } from './events.ts';
 
 // ---- method params (validated once, at the boundary; unknown params are ignored) ----
@@ -129,6 +129,13 @@ export const paramsSchemas = {
   'subagent.tail': loose({ session_id: sessionRef, subagent_id: requiredId('subagent_id'), since: z.number().int().nonnegative().optional() }),
   'subagent.steer': loose({ session_id: sessionRef, subagent_id: requiredId('subagent_id'), text: steerText, idempotency_key: idempotencyKey }),
   'subagent.interrupt': loose({ session_id: sessionRef, subagent_id: requiredId('subagent_id'), idempotency_key: idempotencyKey }),
+  'subagent.revive': loose({
+    session_id: sessionRef,
+    subagent_id: requiredId('subagent_id'),
+    text: z.string({ error: 'text must be a string' }).max(MAX_STEER_BYTES, { error: 'text too long' }).optional(),
+    requeue_missed: z.boolean({ error: 'requeue_missed must be a boolean' }).optional(),
+    idempotency_key: idempotencyKey,
+  }),
   'prompt.submit': loose({ session_id: sessionRef, text: promptText }),
   'session.steer': loose({ session_id: sessionRef, text: steerText }),
   'session.interrupt': loose({ session_id: sessionRef }),
@@ -214,6 +221,9 @@ export const resultSchemas = {
     methods: z.array(z.string()),
     events: z.array(z.string()),
     limits: z.record(z.string(), z.number()),
+    recovered: recoveredSchema,
+    /** Whether this server keeps its state across restarts (a state directory). */
+    durable: z.boolean(),
   }),
   ping: z.strictObject({ pong: z.literal(true) }),
   'gateway.ping': z.strictObject({ pong: z.literal(true), ok: z.literal(true) }),
@@ -255,6 +265,13 @@ export const resultSchemas = {
     z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), idempotent_replay: replayFlag }),
   ]),
   'subagent.interrupt': interruptResultSchema.extend({ idempotent_replay: replayFlag }),
+  'subagent.revive': z.strictObject({
+    subagent_id: id,
+    revived_from: id,
+    delegation_id: id,
+    requeued: z.array(z.strictObject({ steer_id: id, requeued_from: id })),
+    idempotent_replay: replayFlag,
+  }),
   'prompt.submit': z.strictObject({ status: z.literal('streaming'), turn_id: id }),
   'session.steer': z.union([
     z.strictObject({ session_id: id, status: z.literal('queued'), text: z.string(), steer_id: id }),

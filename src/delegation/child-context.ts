@@ -7,7 +7,7 @@ import type { InterruptResult, SteerResult } from '../registry/registry.ts';
 import { toSnapshot, type Snapshot } from '../child/snapshot.ts';
 import type { Core } from './core.ts';
 import { preview } from '../child/preview.ts';
-import type { DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../types.ts';
+import type { DelegateOptions, DelegationHandle, RestoredRun, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../types.ts';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -18,6 +18,8 @@ export class ChildContext implements RunnerContext {
   /** Ids this child spawned, for subtree.list(); made on the first spawn. */
   #spawned: string[] | undefined;
   #subtree: SubtreeControl | undefined;
+  /** Set while a progress write is due (coalesced by the journal's checkpoint interval). */
+  #progressDue: unknown;
 
   constructor(core: Core, record: ChildRecord) {
     this.#core = core;
@@ -27,6 +29,31 @@ export class ChildContext implements RunnerContext {
   /** Makes the context inert: nothing the runner does afterwards reaches the child. */
   static close(ctx: ChildContext): void {
     ctx.#open = false;
+    if (ctx.#progressDue !== undefined) ctx.#core.clock.clearTimeout(ctx.#progressDue);
+    ctx.#progressDue = undefined;
+  }
+
+  /**
+   * Schedules one write of the child's tail and progress (at most one per checkpoint interval):
+   * a restart may lose that interval of transcript bytes, never an event or a steer.
+   */
+  #touch(): void {
+    const journal = this.#core.journal;
+    if (journal === undefined || this.#progressDue !== undefined) return;
+    this.#progressDue = this.#core.clock.setTimeout(() => {
+      this.#progressDue = undefined;
+      if (this.#open) journal.progress(this.#record.subagent_id, this.#record.readTail().text, this.#record.progress);
+    }, this.#core.checkpoint_ms);
+  }
+
+  get restored(): RestoredRun | undefined {
+    return this.#record.restored;
+  }
+
+  saveProgress(state: unknown): void {
+    if (!this.#open) return;
+    this.#record.progress = state;
+    this.#touch();
   }
 
   get subagent_id(): string {
@@ -67,7 +94,9 @@ export class ChildContext implements RunnerContext {
   }
 
   write(line: string): void {
-    if (this.#open) this.#record.appendLine(line);
+    if (!this.#open) return;
+    this.#record.appendLine(line);
+    this.#touch();
   }
 
   thinking(text: string): void {
@@ -119,7 +148,19 @@ export class ChildContext implements RunnerContext {
   }
 
   takeSteers(): Steer[] {
-    return this.#open ? this.#record.takeSteers() : [];
+    if (!this.#open) return [];
+    const taken = this.#record.takeSteers();
+    const journal = this.#core.journal;
+    if (journal === undefined || taken.length === 0) return taken;
+    // Written before the runner can put them in a model request: a steer lost after this point
+    // may have reached the model, and is reported missed with maybe_delivered.
+    journal.steersTaken(this.#record.subagent_id, taken.map((t) => t.steer_id));
+    try {
+      journal.flush();
+    } catch (err) {
+      this.#core.logger.error({ err, subagent_id: this.#record.subagent_id }, 'taken steers not written');
+    }
+    return taken;
   }
 
   confirmDelivered(steers: readonly Steer[]): void {
@@ -147,15 +188,17 @@ export class ChildContext implements RunnerContext {
 
   /** Transcript line and `subagent.steer.delivered` for each steer (the context is open). */
   #markDelivered(steers: readonly Steer[]): void {
+    if (steers.length > 0) this.#core.journal?.steersDelivered(this.#record.subagent_id, steers.map((t) => t.steer_id));
     for (const s of steers) {
       this.#record.appendLine(`[steer] ${s.text}`);
-      this.#emit('subagent.steer.delivered', { steer_id: s.steer_id, text: s.text });
+      this.#emit('subagent.steer.delivered', s.requeued_from === undefined ? { steer_id: s.steer_id, text: s.text } : { steer_id: s.steer_id, text: s.text, requeued_from: s.requeued_from });
     }
   }
 
   /** Publishes `topic` about the child, with its identity in front of `extra`. */
   #emit(topic: string, extra: Record<string, unknown>): void {
     this.#core.emitAbout(topic, this.#record, extra);
+    this.#touch();
   }
 }
 

@@ -18,6 +18,10 @@ export interface EntryInput {
   readonly missed?: readonly string[];
   /** The same steers with their ids (and whether a lost worker may have delivered them). */
   readonly missed_detail?: readonly MissedSteer[];
+  /** Set for a child the runtime could not run to its end (a restart, a lost worker). */
+  readonly revivable?: boolean;
+  /** A revived child: the lost child it continued. */
+  readonly revived_from?: string;
 }
 
 /** The default `error` text per non-completed status, when the runner gave none. */
@@ -54,5 +58,7 @@ export function buildCompletionEntry(input: EntryInput): CompletionEntry {
     tokens: { input: input.tokens?.input ?? 0, output: input.tokens?.output ?? 0 },
     tool_trace: (input.tool_trace ?? []).map((t) => ({ tool: t.tool, status: t.status })),
     ...(missed !== undefined ? { missed_steer: missed, ...(input.missed_detail ? { missed_steer_detail: input.missed_detail } : {}) } : {}),
+    ...(input.revivable !== undefined ? { revivable: input.revivable } : {}),
+    ...(input.revived_from !== undefined ? { revived_from: input.revived_from } : {}),
   };
 }

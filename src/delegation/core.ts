@@ -8,7 +8,8 @@ import type { ChildRecord } from '../child/record.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { ChildQueue } from './child-queue.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
-import type { DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from '../types.ts';
+import type { Revival } from './delegate.ts';
+import type { ChildJournal, DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from '../types.ts';
 
 /**
  * A yield point the runtime awaits at each seam; tests pass a scheduler to order them. Returning
@@ -34,6 +35,10 @@ export interface Core {
   readonly limits: Limits;
   readonly defaultRunner: Runner;
   readonly runnerKinds: RunnerKinds;
+  /** Where children are written down (docs/durability.md); undefined: nothing is. */
+  readonly journal: ChildJournal | undefined;
+  /** How often a running child's tail and runner progress are written at most. */
+  readonly checkpoint_ms: number;
   /** The test seam; undefined in production, so no await is spent on it. */
   readonly checkpoint: Checkpoint | undefined;
   /** Publishes `topic` on the bus and to owned-event listeners. Never throws. */
@@ -49,5 +54,5 @@ export interface Core {
   isPaused(owner: Owner | undefined): boolean;
   /** Holds the process alive while a delegation has children left; returns its release. */
   hold(): () => void;
-  spawn(parent: ChildRecord | null, tasks: readonly TaskSpec[], options: DelegateOptions, owner: Owner | undefined): DelegationHandle;
+  spawn(parent: ChildRecord | null, tasks: readonly TaskSpec[], options: DelegateOptions, owner: Owner | undefined, revival?: Revival): DelegationHandle;
 }

@@ -6,7 +6,7 @@ import type { ChildRecord, SettleListener } from '../child/record.ts';
 import type { Core } from './core.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
 import { LiveChild } from './run-child.ts';
-import type { CompletionEntry, DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from '../types.ts';
+import { StoreUnavailableError, type CompletionEntry, type DelegateOptions, type DelegationHandle, type JournaledChild, type Owner, type RestoredRun, type Runner, type TaskSpec } from '../types.ts';
 
 function isRunner(v: unknown): v is Runner {
   return typeof v === 'object' && v !== null && 'run' in v && typeof v.run === 'function' && 'model' in v && typeof v.model === 'string';
@@ -43,6 +43,16 @@ export interface ResolvedTask {
   readonly context: string | undefined;
   /** undefined: the runtime's default runner. */
   readonly runner: Runner | undefined;
+  /** How a later process could make the same runner (the journal keeps it for a revival). */
+  readonly agent: JournaledChild['agent'];
+}
+
+/** A revived child's place (subagent.revive): the lost child's, with what its run continues from. */
+export interface Revival {
+  readonly revived_from: string;
+  readonly parent_id: string | null;
+  readonly depth: number;
+  readonly restored: RestoredRun;
 }
 
 /** A batch is a non-empty array of at most `maxConcurrent` tasks (a worker's delegate() checks the same). */
@@ -98,7 +108,8 @@ export function validateTasks(tasks: unknown, maxConcurrent: number, kinds: Runn
       }
       runner = kind.create(spec.data);
     }
-    parsed.push({ goal: r.data.goal, context: r.data.context, runner });
+    const agent: JournaledChild['agent'] = r.data.runner ? 'object' : r.data.agent ? { spec: r.data.agent } : 'default';
+    parsed.push({ goal: r.data.goal, context: r.data.context, runner, agent });
   });
   if (issues.length > 0) {
     throw new SubrunError(ErrorCode.InvalidTasks, `invalid tasks: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
@@ -117,7 +128,7 @@ function plainTask(task: Record<string, unknown>): ResolvedTask | undefined {
   if (runner !== undefined && !isRunner(runner)) return undefined;
   const trimmed = goal.trim();
   if (trimmed === '') return undefined;
-  return { goal: trimmed, context, runner };
+  return { goal: trimmed, context, runner, agent: runner ? 'object' : 'default' };
 }
 
 export function spawn(
@@ -126,8 +137,11 @@ export function spawn(
   rawTasks: readonly TaskSpec[],
   rawOptions: DelegateOptions,
   owner: Owner | undefined,
+  revival?: Revival,
 ): DelegationHandle {
-  const { limits } = core;
+  const { limits, journal } = core;
+  // Nothing is started that could not be written down (docs/durability.md, promise 7).
+  if (journal && !journal.available) throw new StoreUnavailableError('store unavailable');
   if (parent && parent.depth + 1 >= limits.max_spawn_depth) {
     throw new SubrunError(
       ErrorCode.DepthExceeded,
@@ -151,8 +165,8 @@ export function spawn(
   for (const task of tasks) {
     const live = new LiveChild(core, {
       subagent_id: core.ids.subagent(),
-      parent_id: parent?.subagent_id ?? null,
-      depth: parent ? parent.depth + 1 : 0,
+      parent_id: revival ? revival.parent_id : (parent?.subagent_id ?? null),
+      depth: revival ? revival.depth : parent ? parent.depth + 1 : 0,
       delegation_id,
       task_index: task_index++,
       task_count: tasks.length,
@@ -163,6 +177,9 @@ export function spawn(
       parent,
       timeout_ms: opts.data.timeout_ms,
       batch,
+      agent: task.agent,
+      revived_from: revival?.revived_from,
+      restored: revival?.restored,
     });
     records.push(live.record);
     lives.push(live);

@@ -37,6 +37,21 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
     this.ctx = new ChildContext(core, record);
     core.registry.add(record);
     record.parent?.addLiveChild(record);
+    core.journal?.spawned({
+      subagent_id: record.subagent_id,
+      parent_id: record.parent_id,
+      depth: record.depth,
+      delegation_id: record.delegation_id,
+      task_index: record.task_index,
+      task_count: record.task_count,
+      goal: record.goal,
+      context: record.context,
+      agent: record.agent,
+      model: record.model,
+      owner: record.owner,
+      timeout_ms: record.timeout_ms,
+      revived_from: record.revived_from,
+    });
   }
 
   /**
@@ -64,6 +79,7 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
         if (record.finished || record.status !== 'queued') return;
       }
       record.start(core.clock.now());
+      core.journal?.started(record.subagent_id, core.clock.now());
       core.emitAbout('subagent.start', record);
       if (record.timeout_ms !== undefined) this.#timeout = core.clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
 
@@ -199,7 +215,10 @@ function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext): vo
 function missedOf(steers: readonly Steer[], maybe?: ReadonlySet<string>): { missed: string[]; missed_detail: MissedSteer[] } {
   return {
     missed: steers.map((s) => s.text),
-    missed_detail: steers.map((s) => ({ steer_id: s.steer_id, text: s.text, maybe_delivered: maybe?.has(s.steer_id) ?? false })),
+    missed_detail: steers.map((s) => {
+      const detail = { steer_id: s.steer_id, text: s.text, maybe_delivered: maybe?.has(s.steer_id) ?? false };
+      return s.requeued_from === undefined ? detail : { ...detail, requeued_from: s.requeued_from };
+    }),
   };
 }
 
@@ -223,11 +242,20 @@ function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: 
 
 function publishEntry(core: Core, record: ChildRecord, entry: CompletionEntry): void {
   record.finish(entry, core.clock.now());
+  // Written in the same commit as the subagent.complete event that tells it (the server's).
+  core.journal?.progress(record.subagent_id, record.readTail().text, record.progress);
+  core.journal?.finished(record.subagent_id, revivedEntry(record, entry), core.clock.now());
   record.parent?.removeLiveChild(record);
   core.registry.retire(record);
   core.releaseQueue(record.subagent_id);
-  record.settle(entry);
-  core.emitAbout('subagent.complete', record, { entry });
+  const told = revivedEntry(record, entry);
+  record.settle(told);
+  core.emitAbout('subagent.complete', record, { entry: told });
+}
+
+/** A revived child's entry names the child it continued. */
+function revivedEntry(record: ChildRecord, entry: CompletionEntry): CompletionEntry {
+  return record.revived_from === undefined || entry.revived_from !== undefined ? entry : { ...entry, revived_from: record.revived_from };
 }
 
 /** Status matrix: an abort decides first (interrupt/timeout), then a throw, then the report. */

@@ -6,7 +6,8 @@ import type { Checkpoint, Core, Limits, OwnedEventListener } from './core.ts';
 import { spawn } from './delegate.ts';
 import { builtinRunnerKinds, type RunnerKinds } from './runners/kinds.ts';
 import { scripted } from './runners/scripted.ts';
-import type { DelegationHandle, Owner, Runner, Scope, TaskSpec } from '../types.ts';
+import type { ChildJournal, DelegationHandle, Owner, Runner, Scope, TaskSpec } from '../types.ts';
+import { revive, settleLost, type Revived, type ReviveOptions, type SettledChild } from './recover.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds, type IdMaker } from '../ids.ts';
 import { silentLogger, type Logger } from '../log.ts';
@@ -46,6 +47,13 @@ export interface RuntimeOptions {
   readonly logger?: Logger;
   /** Seam for race tests: awaited at every step boundary and before each completion. */
   readonly checkpoint?: Checkpoint;
+  /**
+   * Where children are written down, so that a restart forgets none (`openStore(dir)`;
+   * docs/durability.md). Absent: memory only, and the runtime never touches a file.
+   */
+  readonly store?: ChildJournal;
+  /** How often a running child's tail and progress are written at most. Default 200 ms. */
+  readonly checkpoint_ms?: number;
 }
 
 export interface DelegateCallOptions {
@@ -108,6 +116,17 @@ export interface Runtime {
   retireGeneration(session_id: string, generation: number): string[];
   /** Interrupts every live child; resolves when all have completed. */
   shutdown(): Promise<void>;
+  /**
+   * The children the last process on this store lost (running or queued when it died), each
+   * settled at this runtime's start with its one entry (`error`, `server_restart`). Empty
+   * without a store.
+   */
+  recovered(): readonly SettledChild[];
+  /**
+   * Starts a new child continuing a lost one (docs/durability.md, "Revive"); throws a SubrunError
+   * (`not_revivable`, `already_revived`). In-process, any child of the store; scoped, only the scope's.
+   */
+  revive(subagent_id: string, options?: ReviveOptions & { readonly owner?: Owner; readonly scope?: Scope }): Revived;
   /** Every event together with its private owner binding (for the RPC layer's routing). */
   onOwnedEvent(listener: OwnedEventListener): () => void;
   readonly liveCount: number;
@@ -136,11 +155,13 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const ids = options.ids ?? randomIds;
   const logger = options.logger ?? silentLogger;
   const bus = new EventBus({ logger, now: () => clock.now() });
+  const journal = options.store;
   const registry = new Registry(
     ids,
     retain,
     positiveInt('max_queued_steers', options.max_queued_steers, DEFAULT_MAX_QUEUED_STEERS),
     positiveInt('max_queued_steer_bytes', options.max_queued_steer_bytes, DEFAULT_MAX_QUEUED_STEER_BYTES, 1),
+    journal,
   );
   const queues = new Map<string, ChildQueue>();
   const paused = new Set<string>();
@@ -182,6 +203,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     defaultRunner: options.default_runner ?? scripted([]),
     runnerKinds: { ...builtinRunnerKinds, ...options.runner_kinds },
     checkpoint: options.checkpoint,
+    journal,
+    checkpoint_ms: positiveInt('checkpoint_ms', options.checkpoint_ms, 200, 1),
     emit(topic, payload, owner) {
       if (listening(topic)) deliver(topic, payload, owner);
     },
@@ -202,7 +225,14 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
     isPaused: (owner) => paused.has(owner?.session_id ?? ''),
     hold,
-    spawn: (parent, tasks, opts, owner) => spawn(core, parent, tasks, opts, owner),
+    spawn: (parent, tasks, opts, owner, revival) => spawn(core, parent, tasks, opts, owner, revival),
+  };
+  // Settled before anything can be asked of this runtime: a lost child is never seen "running".
+  const recovered = journal ? settleLost(journal, clock.now()) : [];
+  /** Written before the caller is told (a library caller has no reply to hold back). */
+  const written = <T>(value: T): T => {
+    journal?.flush();
+    return value;
   };
 
   const interruptAll = (records: Iterable<ChildRecord>): string[] => {
@@ -217,9 +247,9 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   return {
     events: bus,
     limits,
-    delegate: (tasks, opts = {}) => spawn(core, null, tasks, { timeout_ms: opts.timeout_ms }, opts.owner),
+    delegate: (tasks, opts = {}) => written(spawn(core, null, tasks, { timeout_ms: opts.timeout_ms }, opts.owner)),
     list: (o) => registry.list(o),
-    tail: (id, since) => registry.tail(id, since),
+    tail: (id, since) => storedTail(registry.tail(id, since), journal, undefined, since),
     steer: (id, text) => registry.steer(id, text),
     steerCommitted(id, steer_id) {
       const record = registry.get(id);
@@ -228,13 +258,17 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       // Refused: withdrawn if still queued here (no trace); if it was taken or sealed meanwhile it
       // is in the ledger already and ends delivered or missed, so it stays accepted. An unknown
       // outcome is kept: the host hears the error, and the steer still ends delivered or missed.
-      const refused = () => !record.withdrawSteer(steer_id);
+      const refused = () => {
+        const withdrawn = record.withdrawSteer(steer_id);
+        if (withdrawn) journal?.steerWithdrawn(id, steer_id);
+        return !withdrawn;
+      };
       return pending.then((commit) => (commit === 'refused' ? refused() : commit === 'stored'), refused);
     },
     interrupt: (id) => registry.interrupt(id),
     scoped: {
       list: (scope, o) => registry.listScoped(scope, o),
-      tail: (scope, id, since) => registry.tail(id, since, scope),
+      tail: (scope, id, since) => storedTail(registry.tail(id, since, scope), journal, scope, since),
       steer: (scope, id, text) => registry.steer(id, text, scope),
       interrupt: (scope, id) => registry.interrupt(id, scope),
       has: (scope, id) => registry.getScoped(scope, id) !== undefined,
@@ -266,6 +300,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       interruptAll(live);
       await Promise.all(live.map((r) => r.done));
     },
+    recovered: () => recovered,
+    revive: (id, o = {}) => written(revive(core, o.scope, id, o, o.owner)),
     onOwnedEvent(listener) {
       ownedListeners.add(listener);
       return () => ownedListeners.delete(listener);
@@ -277,4 +313,19 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       return queues.size;
     },
   };
+}
+
+/**
+ * A tail the registry no longer has, from the journal: a child the last process lost keeps its
+ * last written tail for subagent.tail (docs/durability.md, promise 2).
+ */
+function storedTail(tail: TailResult, journal: ChildJournal | undefined, scope: Scope | undefined, since: number | undefined): TailResult {
+  if (tail.available || journal === undefined) return tail;
+  const c = journal.child(tail.subagent_id);
+  if (!c?.entry) return tail;
+  if (scope && (c.owner?.session_id !== scope.session_id || c.owner.generation !== scope.generation)) return tail;
+  // The written window counts from 0: its offsets in the lost process are gone with it.
+  const bytes = Buffer.from(c.tail, 'utf8');
+  const from = since === undefined ? 0 : Math.min(Math.max(0, Math.floor(since)), bytes.length);
+  return { subagent_id: tail.subagent_id, available: true, text: bytes.subarray(from).toString('utf8'), truncated: false, offset: bytes.length };
 }

@@ -2,7 +2,7 @@
 // a bounded set of recently finished children per owner so a late list or tail still finds them.
 // Scoped calls carry the caller's authority ({session_id, generation}) and treat a foreign,
 // retired or unknown child the same way: not found, revealing nothing.
-import type { InterruptResult, Scope, SteerRejection, SteerResult, TailResult } from '../types.ts';
+import type { ChildJournal, InterruptResult, Scope, SteerRejection, SteerResult, TailResult } from '../types.ts';
 
 export type { InterruptResult, SteerRejection, SteerResult, TailResult };
 import { isFinalStatus } from '../types.ts';
@@ -33,8 +33,16 @@ export class Registry {
 
   readonly #maxQueued: number;
   readonly #maxQueuedBytes: number;
+  readonly #journal: ChildJournal | undefined;
 
-  constructor(ids: IdMaker, retainPerOwner: number, maxQueued = DEFAULT_MAX_QUEUED_STEERS, maxQueuedBytes = DEFAULT_MAX_QUEUED_STEER_BYTES) {
+  constructor(
+    ids: IdMaker,
+    retainPerOwner: number,
+    maxQueued = DEFAULT_MAX_QUEUED_STEERS,
+    maxQueuedBytes = DEFAULT_MAX_QUEUED_STEER_BYTES,
+    journal?: ChildJournal,
+  ) {
+    this.#journal = journal;
     this.#ids = ids;
     this.#retainPerOwner = retainPerOwner;
     this.#maxQueued = maxQueued;
@@ -187,7 +195,7 @@ export class Registry {
    * Queues `text` (trimmed) for the child. `queued` means accepted, not delivered: the child takes
    * it at its next delivery point, or it comes back in the entry's `missed_steer`.
    */
-  steer(subagent_id: string, rawText: string, scope?: Scope): SteerResult {
+  steer(subagent_id: string, rawText: string, scope?: Scope, requeued_from?: string): SteerResult {
     const text = typeof rawText === 'string' ? rawText.trim() : '';
     // The wire's rule (contract/methods.ts), so an in-process steer is held to the same bound.
     const problem = steerTextProblem(text);
@@ -200,13 +208,26 @@ export class Registry {
     if (!r.hasRoomForSteer(bytes, this.#maxQueued, this.#maxQueuedBytes)) return rejected(subagent_id, text, 'queue_full');
     // The veto runs before the steer is queued or wakes a waiting runner: a vetoed steer must leave
     // no trace (not even an early end of a wait_steer).
+    const journal = this.#journal;
+    if (journal && !journal.available) return rejected(subagent_id, text, 'store_unavailable');
     let steer;
     try {
-      steer = r.acceptSteer(this.#ids.steer(), text);
+      steer = r.acceptSteer(this.#ids.steer(), text, requeued_from);
     } catch {
       return rejected(subagent_id, text, 'vetoed');
     }
     if (!steer) return rejected(subagent_id, text, 'not_accepting');
+    if (journal) {
+      // `queued` is said only once the steer is written: a restart then ends it delivered or missed.
+      journal.steerAccepted(subagent_id, steer, Date.now());
+      try {
+        journal.flush();
+      } catch {
+        r.withdrawSteer(steer.steer_id);
+        journal.steerWithdrawn(subagent_id, steer.steer_id);
+        return rejected(subagent_id, text, 'store_unavailable');
+      }
+    }
     return { status: 'queued', subagent_id, text, steer_id: steer.steer_id };
   }
 

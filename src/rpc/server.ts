@@ -58,6 +58,7 @@ export class RpcServer extends ServerHub {
         skin: {},
         change_events: false,
         heartbeat: true,
+        recovered: { ...this.recovered },
       },
     });
     conn.start();

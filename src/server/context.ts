@@ -9,6 +9,7 @@ import type { DelegationLedger } from './delegation-ledger.ts';
 import type { IdempotencyStore } from './idempotency.ts';
 import type { SessionStore } from './sessions.ts';
 import type { SpawnTreeStore } from './spawn-trees.ts';
+import type { Recovered, ServerStore } from '../store/types.ts';
 
 export interface ServerLimits {
   readonly max_message_bytes: number;
@@ -85,8 +86,12 @@ export interface Services {
   readonly idempotency: IdempotencyStore;
   readonly limits: ServerLimits;
   readonly info: { readonly name: string; readonly version: string };
-  /** Names this server process in gateway.ready and replays (new on every start). */
+  /** Names the history hosts' seqs belong to, in gateway.ready and replays (the state directory's, or new per process). */
   readonly replay_epoch: string;
+  /** Where state outlives the process (the memory store: nowhere). */
+  readonly store: ServerStore;
+  /** What this start found and settled in the store. */
+  readonly recovered: Recovered;
   readonly clock: Clock;
   /** hermes' authority model: the token owns every session (see ServerOptions.single_user). */
   readonly single_user: boolean;

@@ -2,6 +2,7 @@
 // the server becomes a wire error; a stack never leaves the process.
 import { z } from 'zod';
 import { ErrorCode, isSubrunError, type Issue } from '../errors.ts';
+import { StoreUnavailableError } from '../types.ts';
 import { ParamCode, type CodedIssue } from '../contract/methods.ts';
 
 export const RpcCode = {
@@ -19,6 +20,11 @@ export const RpcCode = {
    * max_reply_bytes. The call itself ran; only its reply was replaced.
    */
   ResponseTooLarge: -32001,
+  /**
+   * Implementation-defined server error: the store cannot write (disk full, read-only, corrupt);
+   * the call changed nothing (or, with `data.maybe_applied`, its change stands once it can).
+   */
+  StoreUnavailable: -32002,
   IdRequired: ParamCode.IdRequired,
   NotOwned: 4001,
   TextRequired: ParamCode.TextRequired,
@@ -36,6 +42,10 @@ export const RpcCode = {
   NoModel: 4014,
   /** The same idempotency key (same session and method) with different params. */
   IdempotencyConflict: 4015,
+  /** subagent.revive of a child not cut by a restart or a lost worker (or whose runner cannot run again). */
+  NotRevivable: 4016,
+  /** subagent.revive of a child revived before (data.revived_as names the revival). */
+  AlreadyRevived: 4017,
   /** spawn_tree.load of a path outside the spawn-trees root (hermes' code). */
   PathOutside: 4030,
   /** spawn_tree.* on a server that keeps no state (--no-state). */
@@ -102,6 +112,7 @@ function paramsError(err: z.ZodError): RpcError {
 export function toRpcError(err: unknown, log?: (err: unknown) => void): RpcError {
   if (err instanceof RpcError) return err;
   if (err instanceof z.ZodError) return paramsError(err);
+  if (err instanceof StoreUnavailableError) return new RpcError(RpcCode.StoreUnavailable, 'store unavailable');
   if (isSubrunError(err)) {
     switch (err.code) {
       case ErrorCode.TasksRequired:
@@ -119,6 +130,12 @@ export function toRpcError(err: unknown, log?: (err: unknown) => void): RpcError
         return new RpcError(RpcCode.NoModel, err.message);
       case ErrorCode.TurnRunning:
         return new RpcError(RpcCode.TurnRunning, err.message);
+      case ErrorCode.NotRevivable:
+        return new RpcError(RpcCode.NotRevivable, err.message);
+      case ErrorCode.AlreadyRevived:
+        return new RpcError(RpcCode.AlreadyRevived, 'already revived', { revived_as: err.message.replace(/^already revived as /, '') });
+      case ErrorCode.StoreUnavailable:
+        return new RpcError(RpcCode.StoreUnavailable, 'store unavailable');
       default:
         break;
     }

@@ -23,6 +23,9 @@ import { toRpcError } from './errors.ts';
 import { SessionStore, type Session } from './sessions.ts';
 import { SpawnTreeStore } from './spawn-trees.ts';
 import { wirePayload } from './wire-events.ts';
+import { memoryStore } from '../store/memory.ts';
+import type { Recovered, ServerStore } from '../store/types.ts';
+import { reconcile } from './reconcile.ts';
 
 /** Most elements one batch may have, by default (go-ethereum's rule too), and at most. */
 export const DEFAULT_MAX_BATCH = 1000;
@@ -72,7 +75,12 @@ export interface ServerOptions {
   readonly parent?: ParentFactory;
   /** The model name hosts are told about (session info `model`). Default empty. */
   readonly model?: string;
-  readonly runtime?: Omit<RuntimeOptions, 'max_concurrent_children' | 'max_spawn_depth' | 'clock' | 'ids' | 'logger' | 'default_runner'>;
+  readonly runtime?: Omit<RuntimeOptions, 'max_concurrent_children' | 'max_spawn_depth' | 'clock' | 'ids' | 'logger' | 'default_runner' | 'store'>;
+  /**
+   * Where sessions, children, steers, events and kept answers outlive the process
+   * (`SqliteStore.open(dir)`, docs/durability.md). Default: memory, nothing outlives it.
+   */
+  readonly store?: ServerStore;
   readonly clock?: Clock;
   readonly ids?: IdMaker;
   readonly logger?: Logger;
@@ -98,11 +106,17 @@ export class ServerHub {
   readonly runtime: Runtime;
   readonly sessions: SessionStore;
   readonly limits: ServerLimits;
-  /** New for every server: a host holding seqs of another epoch knows they are void. */
-  readonly replay_epoch = `ep_${randomBytes(9).toString('base64url')}`;
+  /**
+   * Names the history a host's seqs belong to: the state directory's (stable across its
+   * restarts), or new for every server that keeps no state. Seqs of another epoch are void.
+   */
+  readonly replay_epoch: string;
+  /** What this start found and settled in its store (zeros without one). */
+  readonly recovered: Recovered;
+  readonly store: ServerStore;
   /** Every service below the surfaces; method handlers pick theirs from it. */
   readonly services: Services;
-  readonly #ledger = new DelegationLedger();
+  readonly #ledger: DelegationLedger;
   readonly #parents = new Map<string, SessionParent>();
   /** Directories surfaces opened sessions in (setSessionWorkspace). */
   readonly #workspaces = new Map<string, string>();
@@ -123,9 +137,14 @@ export class ServerHub {
     this.#makeParent = options.parent;
     const ids = options.ids ?? randomIds;
     this.#ids = ids;
-    this.#idempotency = new IdempotencyStore(this.#clock);
+    const store = (this.store = options.store ?? memoryStore());
+    this.replay_epoch = store.replay_epoch ?? `ep_${randomBytes(9).toString('base64url')}`;
+    this.#ledger = new DelegationLedger(store);
+    this.#idempotency = new IdempotencyStore(this.#clock, undefined, undefined, undefined, store);
     this.runtime = createRuntime({
       ...options.runtime,
+      // The runtime settles what the last process lost as it is made, before anything is served.
+      ...(store.durable ? { store } : {}),
       max_concurrent_children: options.max_concurrent_children,
       max_spawn_depth: options.max_spawn_depth,
       default_runner: options.default_runner,
@@ -152,8 +171,12 @@ export class ServerHub {
       park_ttl_ms: this.limits.park_ttl_ms,
       replay: { max_events: this.limits.replay_events, max_bytes: this.limits.replay_bytes },
       onClose: (session_id) => this.#released(session_id),
+      store,
     });
+    const restored = store.loadSessions();
+    this.sessions.restore(restored);
     const isDraining = () => this.#draining;
+    const recovered = () => this.recovered;
     this.services = {
       runtime: this.runtime,
       sessions: this.sessions,
@@ -162,6 +185,10 @@ export class ServerHub {
       limits: this.limits,
       info: { name: SERVER_NAME, version: VERSION },
       replay_epoch: this.replay_epoch,
+      store,
+      get recovered() {
+        return recovered();
+      },
       clock: this.#clock,
       single_user: options.single_user ?? false,
       cwd: options.cwd ?? process.cwd(),
@@ -193,6 +220,16 @@ export class ServerHub {
         this.#send(session, 'session.idle', this.#clock.now() / 1000, { session_id: session.session_id, generation: session.generation });
       }
     });
+    this.recovered = reconcile({
+      settled: this.runtime.recovered(),
+      restored,
+      sessions: this.sessions,
+      ledger: this.#ledger,
+      route: (session, event) => this.#route(session, event),
+      observe: (event, owner) => this.#ledger.observe(event, owner),
+    });
+    // Written before the first host can connect: what a restart settled is in every ring.
+    store.flush();
   }
 
   /**
@@ -266,7 +303,13 @@ export class ServerHub {
       this.#peers.delete(id);
       p.sink.close();
     }
-    this.sessions.closeAll();
+    // A durable server's sessions outlive it (a deploy): they are let go here, not closed in the store.
+    this.sessions.closeAll(!this.store.durable);
+    try {
+      this.store.flush();
+    } catch (err) {
+      this.#logger.error({ err }, 'the last writes could not be made at shutdown');
+    }
   }
 
   /** Closes a surface's own transports at shutdown, after the children's last events went out. */
@@ -348,6 +391,18 @@ export class ServerHub {
     }
     session.seq = seq;
     session.replay.push(seq, text);
-    for (const transport of session.slot) this.#peers.get(transport)?.sink.event(seq, type, text);
+    const store = this.store;
+    if (!store.durable) {
+      for (const transport of session.slot) this.#peers.get(transport)?.sink.event(seq, type, text);
+      return;
+    }
+    // Persisted before it is sent (docs/durability.md): the peers in the slot now get it once its
+    // commit is done (at the end of this turn, or when a reply flushes first).
+    store.eventAppended(session.session_id, seq, text);
+    if (type === 'message.start' || type === 'message.complete') store.turnRunning(session.session_id, type === 'message.start');
+    const slot = [...session.slot];
+    store.afterCommit(() => {
+      for (const transport of slot) this.#peers.get(transport)?.sink.event(seq, type, text);
+    });
   }
 }

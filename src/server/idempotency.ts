@@ -16,6 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { RpcCode, RpcError, toRpcError } from './errors.ts';
+import type { ServerStore } from '../store/types.ts';
 
 /** How long an answer is kept for its key. */
 export const IDEMPOTENCY_TTL_MS = 10 * 60 * 1000;
@@ -96,7 +97,19 @@ export class IdempotencyStore {
   /** Every kept answer of every session, in insertion (= expiry: one TTL) order, for the sweep. */
   readonly #all = new Set<Kept>();
 
-  constructor(clock: Clock, ttl_ms = IDEMPOTENCY_TTL_MS, max_keys = MAX_KEYS_PER_SESSION, max_bytes = MAX_KEPT_BYTES_PER_SESSION) {
+  /** With a durable store: every kept answer is written, and a session's are read back on its first keyed call. */
+  readonly #store: ServerStore | undefined;
+  /** Sessions whose written answers were read back (or that had none to read). */
+  readonly #loaded = new Set<string>();
+
+  constructor(
+    clock: Clock,
+    ttl_ms = IDEMPOTENCY_TTL_MS,
+    max_keys = MAX_KEYS_PER_SESSION,
+    max_bytes = MAX_KEPT_BYTES_PER_SESSION,
+    store?: ServerStore,
+  ) {
+    this.#store = store?.durable ? store : undefined;
     this.#clock = clock;
     this.#ttl = ttl_ms;
     this.#max = max_keys;
@@ -117,6 +130,7 @@ export class IdempotencyStore {
     const now = this.#clock.now();
     this.#sweep(now);
     const slot = `${method}\n${key}`;
+    this.#load(session_id, now);
     const { idempotency_key: _k, ...rest } = params;
     const digest = createHash('sha256').update(canonicalJson(rest)).digest('base64url');
     const kept = this.#bySession.get(session_id)?.keys.get(slot);
@@ -160,8 +174,26 @@ export class IdempotencyStore {
     return { value: entry.pending, replayed: false };
   }
 
+  /** Reads back what an earlier process kept for the session (its answers replay across a restart). */
+  #load(session_id: string, now: number): void {
+    const store = this.#store;
+    if (store === undefined || this.#loaded.has(session_id)) return;
+    this.#loaded.add(session_id);
+    for (const row of store.loadAnswers(session_id)) {
+      if (row.expires <= now) {
+        store.answerDropped(session_id, row.slot);
+        continue;
+      }
+      const answer = JSON.parse(row.answer) as { value?: unknown; error?: { code: number; message: string; data?: unknown } };
+      const entry: Kept = { session_id, slot: row.slot, params: row.params, expires: row.expires, bytes: ENTRY_OVERHEAD_BYTES + row.slot.length };
+      const error = answer.error ? new RpcError(answer.error.code, answer.error.message, answer.error.data) : undefined;
+      this.#keep(entry, error, answer.value, false);
+    }
+  }
+
   /** The session closed: its keys go with it. */
   forget(session_id: string): void {
+    this.#loaded.delete(session_id);
     const s = this.#bySession.get(session_id);
     if (!s) return;
     for (const kept of s.keys.values()) this.#all.delete(kept);
@@ -183,19 +215,24 @@ export class IdempotencyStore {
     return this.#all.size;
   }
 
-  #keep(entry: Kept, error: RpcError | undefined, value: unknown): void {
+  #keep(entry: Kept, error: RpcError | undefined, value: unknown, write = true): void {
     let s = this.#bySession.get(entry.session_id);
     if (!s) this.#bySession.set(entry.session_id, (s = { keys: new Map(), bytes: 0 }));
     s.keys.set(entry.slot, entry);
     s.bytes += entry.bytes;
     this.#all.add(entry);
-    this.#settle(entry, error, value);
+    this.#settle(entry, error, value, write);
   }
 
   /** Records the answer and its size, then evicts the session's oldest keys past either bound. */
-  #settle(entry: Kept, error: RpcError | undefined, value: unknown): void {
+  #settle(entry: Kept, error: RpcError | undefined, value: unknown, write = true): void {
     const s = this.#bySession.get(entry.session_id);
     if (!s) return;
+    // Written before the answer goes out (the method's reply waits for the commit); a pending one once it settles.
+    if (write && entry.pending === undefined && this.#store) {
+      const answer = JSON.stringify(error ? { error: error.toJSON() } : { value });
+      this.#store.answerKept(entry.session_id, { slot: entry.slot, params: entry.params, expires: entry.expires, answer });
+    }
     if (error) {
       // Formatted now: until then V8 holds the stack's frames, and through them the params of the
       // call (a 1 MiB steer text kept for the TTL).
@@ -219,6 +256,7 @@ export class IdempotencyStore {
     this.#all.delete(entry);
     const s = this.#bySession.get(entry.session_id);
     if (!s || s.keys.get(entry.slot) !== entry) return;
+    this.#store?.answerDropped(entry.session_id, entry.slot);
     s.keys.delete(entry.slot);
     s.bytes -= entry.bytes;
     if (s.keys.size === 0) this.#bySession.delete(entry.session_id);

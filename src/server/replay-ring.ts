@@ -30,8 +30,19 @@ export interface Replay {
   readonly latest_seq: number;
 }
 
+/** How a ring outlives its process (a durable store): what it held, and each eviction. */
+export interface RingStorage {
+  /** The kept events, oldest first: read once, on the ring's first use. */
+  load(): ReadonlyArray<{ readonly seq: number; readonly text: string }>;
+  /** Events up to `seq` left the ring. */
+  evicted(seq: number): void;
+}
+
 export class ReplayRing {
   readonly #limits: ReplayLimits;
+  #storage: RingStorage | undefined;
+  /** Set until the stored events are read back (a restored session's ring loads on first use). */
+  #unloaded: RingStorage | undefined;
   // A circular buffer of max_events slots: push and evict are O(1), with no shifting.
   readonly #slots: Array<ReplayedEvent | undefined>;
   #head = 0;
@@ -42,9 +53,30 @@ export class ReplayRing {
   /** The seq of the newest event that left the ring (0: none has). */
   #evicted = 0;
 
-  constructor(limits: ReplayLimits = DEFAULT_REPLAY_LIMITS) {
+  /**
+   * `latest`: the seq of the newest event of a restored session (its ring is read from `storage`
+   * on first use, and every event before its oldest kept one counts as evicted).
+   */
+  constructor(limits: ReplayLimits = DEFAULT_REPLAY_LIMITS, storage?: RingStorage, latest = 0) {
     this.#limits = limits;
     this.#slots = new Array<ReplayedEvent | undefined>(limits.max_events);
+    this.#storage = storage;
+    if (storage !== undefined && latest > 0) {
+      this.#unloaded = storage;
+      this.#latest = latest;
+    }
+  }
+
+  #load(): void {
+    const storage = this.#unloaded;
+    if (storage === undefined) return;
+    this.#unloaded = undefined;
+    const latest = this.#latest;
+    const rows = storage.load();
+    // What is older than the oldest kept event is gone: a cursor before it reads as truncated.
+    this.#evicted = (rows[0]?.seq ?? latest + 1) - 1;
+    for (const r of rows) this.push(r.seq, r.text);
+    this.#latest = Math.max(this.#latest, latest);
   }
 
   get latestSeq(): number {
@@ -61,12 +93,14 @@ export class ReplayRing {
 
   /** Keeps one sent envelope; `seq` must be above every earlier one. */
   push(seq: number, text: string): void {
+    if (this.#unloaded !== undefined) this.#load();
     this.#latest = seq;
     const bytes = Buffer.byteLength(text, 'utf8');
     // An event bigger than the whole budget is never kept: a cursor before it reads as truncated.
     if (bytes > this.#limits.max_bytes || this.#limits.max_events === 0) {
       this.#evictAll();
       this.#evicted = seq;
+      this.#storage?.evicted(seq);
       return;
     }
     while (this.#size > 0 && (this.#size >= this.#limits.max_events || this.#bytes + bytes > this.#limits.max_bytes)) this.#evictOldest();
@@ -77,6 +111,7 @@ export class ReplayRing {
 
   /** Every kept event with seq > `after`; `truncated` if some such event was already evicted. */
   since(after: number): Replay {
+    if (this.#unloaded !== undefined) this.#load();
     const events: ReplayedEvent[] = [];
     for (let i = 0; i < this.#size; i++) {
       const e = this.#slots[(this.#head + i) % this.#limits.max_events];
@@ -93,6 +128,7 @@ export class ReplayRing {
     this.#size -= 1;
     this.#bytes -= e.bytes;
     this.#evicted = e.seq;
+    this.#storage?.evicted(e.seq);
   }
 
   #evictAll(): void {

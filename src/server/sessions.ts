@@ -12,6 +12,7 @@ import type { IdMaker } from '../ids.ts';
 import type { Scope } from '../types.ts';
 import { notOwned } from './errors.ts';
 import { ReplayRing, type ReplayLimits } from './replay-ring.ts';
+import type { ServerStore, SessionRow } from '../store/types.ts';
 
 export interface Session {
   readonly session_id: string;
@@ -45,6 +46,8 @@ export interface SessionStoreOptions {
   readonly replay: ReplayLimits;
   /** Called when a session closes (explicitly or by park expiry): stop its children. */
   readonly onClose: (session_id: string) => void;
+  /** Where sessions outlive the process (docs/durability.md); the memory store keeps nothing. */
+  readonly store: ServerStore;
 }
 
 const digest = (key: string) => createHash('sha256').update(key, 'utf8').digest();
@@ -55,6 +58,57 @@ export class SessionStore {
 
   constructor(opts: SessionStoreOptions) {
     this.#opts = opts;
+  }
+
+  /**
+   * The sessions the store kept, back as they were, parked (no transport survives a restart): a
+   * host re-binds with its key, and each parks for the park limit from now.
+   */
+  restore(rows: readonly SessionRow[]): void {
+    for (const row of rows) {
+      const state: SessionState = {
+        session_id: row.session_id,
+        title: row.title,
+        created_at: row.created_at,
+        close_on_disconnect: row.close_on_disconnect,
+        generation: row.generation,
+        slot: new Set(),
+        seq: row.seq,
+        replay: this.#ring(row.session_id, row.seq),
+        keyDigest: row.key_digest,
+        parkTimer: undefined,
+        closed: false,
+      };
+      this.#sessions.set(row.session_id, state);
+      this.#park(state);
+    }
+  }
+
+  #ring(session_id: string, latest: number): ReplayRing {
+    const store = this.#opts.store;
+    if (!store.durable) return new ReplayRing(this.#opts.replay);
+    return new ReplayRing(this.#opts.replay, { load: () => store.loadEvents(session_id), evicted: (seq) => store.eventsEvicted(session_id, seq) }, latest);
+  }
+
+  #save(s: SessionState): void {
+    this.#opts.store.sessionSaved({
+      session_id: s.session_id,
+      key_digest: s.keyDigest,
+      title: s.title,
+      created_at: s.created_at,
+      generation: s.generation,
+      close_on_disconnect: s.close_on_disconnect,
+      seq: s.seq,
+      turn_running: false,
+    });
+  }
+
+  /** hermes' close_on_disconnect, changed by a resume (kept with the session). */
+  setCloseOnDisconnect(session: Session, value: boolean): void {
+    const s = this.#sessions.get(session.session_id);
+    if (!s || s.close_on_disconnect === value) return;
+    s.close_on_disconnect = value;
+    this.#save(s);
   }
 
   get size(): number {
@@ -72,12 +126,13 @@ export class SessionStore {
       generation: 1,
       slot: new Set([transport]),
       seq: 0,
-      replay: new ReplayRing(this.#opts.replay),
+      replay: this.#ring(session_id, 0),
       keyDigest: digest(session_key),
       parkTimer: undefined,
       closed: false,
     };
     this.#sessions.set(session_id, state);
+    this.#save(state);
     return { session: state, session_key };
   }
 
@@ -152,9 +207,10 @@ export class SessionStore {
   }
 
   reset(session_id: unknown, transport: string): { session: Session; retired: number } {
-    const s = this.authorize(session_id, transport);
+    const s = this.#authorized(session_id, transport);
     const retired = s.generation;
     s.generation += 1;
+    this.#save(s);
     return { session: s, retired };
   }
 
@@ -183,13 +239,18 @@ export class SessionStore {
     return [...this.#sessions.values()].filter((s) => !s.closed);
   }
 
-  closeAll(): void {
-    for (const s of [...this.#sessions.values()]) this.#close(s);
+  /** Closes every session; `forget: false` (a durable server's shutdown) keeps them in the store for the next start. */
+  closeAll(forget = true): void {
+    for (const s of [...this.#sessions.values()]) this.#close(s, forget);
   }
 
   #leave(s: SessionState, transport: string): void {
     s.slot.delete(transport);
     if (s.slot.size === 0 && s.close_on_disconnect) return this.#close(s);
+    this.#park(s);
+  }
+
+  #park(s: SessionState): void {
     if (s.slot.size === 0 && s.parkTimer === undefined && !s.closed) {
       s.parkTimer = this.#opts.clock.setTimeout(() => {
         s.parkTimer = undefined;
@@ -198,13 +259,14 @@ export class SessionStore {
     }
   }
 
-  #close(s: SessionState): void {
+  #close(s: SessionState, forget = true): void {
     if (s.closed) return;
     s.closed = true;
     s.slot.clear();
     if (s.parkTimer !== undefined) this.#opts.clock.clearTimeout(s.parkTimer);
     s.parkTimer = undefined;
     this.#sessions.delete(s.session_id);
+    if (forget) this.#opts.store.sessionClosed(s.session_id);
     this.#opts.onClose(s.session_id);
   }
 }

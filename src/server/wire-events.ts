@@ -7,6 +7,7 @@
 //   entry.status, summary, exit_reason    status, summary, exit_reason
 //   entry.error?, missed_steer?           error?, missed_steer?
 //   entry.missed_steer_detail?            missed_steer_detail?
+//   entry.revivable?, revived_from?       revivable?, revived_from?
 //   entry.api_calls, duration_seconds     api_calls, duration_seconds
 //   entry.tokens.input / .output          input_tokens / output_tokens
 //   entry.tool_trace                      tool_trace
@@ -42,6 +43,8 @@ export function entryFromWire(payload: Payload): CompletionEntry {
     tool_trace: p.tool_trace,
     ...(p.missed_steer !== undefined ? { missed_steer: p.missed_steer } : {}),
     ...(p.missed_steer_detail !== undefined ? { missed_steer_detail: p.missed_steer_detail } : {}),
+    ...(p.revivable !== undefined ? { revivable: p.revivable } : {}),
+    ...(p.revived_from !== undefined ? { revived_from: p.revived_from } : {}),
   };
 }
 
@@ -61,5 +64,7 @@ function flatCompletion(payload: Payload): Payload {
   if (entry.error !== undefined) out.error = entry.error;
   if (entry.missed_steer !== undefined) out.missed_steer = entry.missed_steer;
   if (entry.missed_steer_detail !== undefined) out.missed_steer_detail = entry.missed_steer_detail;
+  if (entry.revivable !== undefined) out.revivable = entry.revivable;
+  if (entry.revived_from !== undefined) out.revived_from = entry.revived_from;
   return out;
 }

@@ -3,6 +3,9 @@
 // or over a real WebSocket on 127.0.0.1, and kill whatever was spawned on teardown.
 // Every wait is event-driven (a line, a message, an exit) and bounded by a timeout.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import WebSocket, { type ClientOptions } from 'ws';
@@ -17,7 +20,9 @@ export const WAIT_MS = 15_000;
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SUBRUN_')) env[k] = v;
-  return { ...env, ...extra };
+  // Each process its own default state directory: a `serve --ws` keeps its state by default, and
+  // two servers on one directory refuse each other (docs/durability.md).
+  return { ...env, XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'subrun-state-')), ...extra };
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

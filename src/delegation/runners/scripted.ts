@@ -40,9 +40,25 @@ export function scripted(steps: readonly Step[] = []): Runner {
   return { model: SCRIPTED_MODEL, run: (ctx) => play(ctx, steps) };
 }
 
+/** The scripted runner's progress (RunnerContext.saveProgress): its first step not completed. */
+interface ScriptProgress {
+  readonly next_step: number;
+  readonly last_say: string;
+}
+
+function resumePoint(ctx: RunnerContext): ScriptProgress {
+  const p = ctx.restored?.progress;
+  if (typeof p === 'object' && p !== null && 'next_step' in p && typeof p.next_step === 'number' && Number.isInteger(p.next_step) && p.next_step >= 0) {
+    return { next_step: p.next_step, last_say: 'last_say' in p && typeof p.last_say === 'string' ? p.last_say : '' };
+  }
+  return { next_step: 0, last_say: '' };
+}
+
 async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutcome> {
-  let lastSay = '';
-  for (let i = 0; i < steps.length; i++) {
+  // A revived child emits nothing for the steps its lost run completed, and runs again the one in progress.
+  const from = resumePoint(ctx);
+  let lastSay = from.last_say;
+  for (let i = from.next_step; i < steps.length; i++) {
     const step = steps[i];
     if (step === undefined) break; // never: i is in bounds; an index loop keeps no iterator across the awaits
     await ctx.checkpoint(`step ${i} ${step.op}`);
@@ -95,6 +111,7 @@ async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutc
     }
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal may abort during the step
     if (ctx.signal.aborted) return stopped(lastSay);
+    ctx.saveProgress({ next_step: i + 1, last_say: lastSay } satisfies ScriptProgress);
   }
   return { status: 'completed', summary: lastSay };
 }

@@ -45,6 +45,12 @@ export class WorkerContext implements RunnerContext {
     this.#abort.abort(reason);
   }
 
+  /** Revivals run in the control plane's process (docs/durability.md); a worker's child starts fresh. */
+  readonly restored = undefined;
+
+  /** A worker's child keeps no progress across a restart of its worker (docs/scale-out.md). */
+  saveProgress(): void {}
+
   get subagent_id(): string {
     return this.#assign.child;
   }

@@ -5,7 +5,7 @@ import { paramsSchemas, type MethodName, type ParamsOf, type ResultOf as WireRes
 import type { SteerRejection } from '../../types.ts';
 import type { CallContext, Services } from '../context.ts';
 import type { z } from 'zod';
-import { codedOf } from '../errors.ts';
+import { codedOf, RpcCode, RpcError } from '../errors.ts';
 import { isThenable, type Keyed } from '../idempotency.ts';
 import type { JsonText } from '../json-text.ts';
 
@@ -57,6 +57,11 @@ export interface MethodOptions<M extends MethodName> {
   readonly idempotent?: boolean;
   /** The wire's shape of a handler's richer answer. */
   readonly wire?: (answer: HandledOf<M>) => ResultOf<M>;
+  /**
+   * Changes what the store keeps: refused with -32002 while the store cannot write, and answered
+   * only once its writes are committed. Reads keep working from memory meanwhile.
+   */
+  readonly writes?: boolean;
 }
 
 /** `{...result, idempotent_replay: true}`: how JSON-RPC marks a replayed answer. */
@@ -66,13 +71,24 @@ export function markReplay<T>(value: T): T {
 
 export function defineMethod<M extends MethodName>(name: M, handle: Handler<M>, options: MethodOptions<M> = {}): MethodDef<M> {
   const schema = paramsSchemas[name];
-  const { accepts, wire, idempotent = false } = options;
+  const { accepts, wire, idempotent = false, writes = false } = options;
   const parse = (params: Record<string, unknown>): ParamsOf<M> => {
     if (accepts?.(params) === true) return params;
     // The table's schema for M: TypeScript cannot correlate the indexed access with ParamsOf<M>.
     return schema.parse(params) as ParamsOf<M>;
   };
   const run = (params: Record<string, unknown>, ctx: CallContext): Keyed<AnswerOf<M>> => {
+    if (writes && !ctx.services.store.available) throw storeUnavailable(false);
+    let keyed: Keyed<AnswerOf<M>> | undefined;
+    try {
+      keyed = runKeyed(params, ctx);
+    } finally {
+      // Answered only once persisted: what the call wrote, its kept answer, the events it sent.
+      if (keyed === undefined) commitQuietly(ctx.services);
+    }
+    return committed(keyed, ctx.services, writes);
+  };
+  const runKeyed = (params: Record<string, unknown>, ctx: CallContext): Keyed<AnswerOf<M>> => {
     const { services, transport } = ctx;
     const key = idempotent ? keyOf(params) : undefined;
     if (key === undefined) return { value: handle(parse(params), services, transport), replayed: false };
@@ -97,8 +113,50 @@ export function defineMethod<M extends MethodName>(name: M, handle: Handler<M>, 
     return services.idempotency.run(session_id, name, key, params, once, (err) => services.logger.error({ err, method: name }, 'method failed'));
   };
   // Most methods answer the wire's shape as they are: JSON-RPC calls them straight (bench/cases/rpc-stdio.ts).
-  const direct = (params: Record<string, unknown>, ctx: CallContext): WireAnswerOf<M> => sameShape(handle(parse(params), ctx.services, ctx.transport));
+  const direct = (params: Record<string, unknown>, ctx: CallContext): WireAnswerOf<M> => {
+    if (!ctx.services.store.durable) return sameShape(handle(parse(params), ctx.services, ctx.transport));
+    return sameShape(run(params, ctx).value);
+  };
   return { name, idempotent, parse, run, call: wire || idempotent ? (params, ctx) => toWire(run(params, ctx), wire) : direct };
+}
+
+/** -32002: the store cannot write. `maybe`: the call ran, and its change stands once the store can write again. */
+function storeUnavailable(maybe: boolean): RpcError {
+  return new RpcError(RpcCode.StoreUnavailable, 'store unavailable', maybe ? { maybe_applied: true } : undefined);
+}
+
+function commitQuietly(services: Services): void {
+  try {
+    services.store.flush();
+  } catch {
+    // the call's own error is the answer; what it queued is written when the store can write again
+  }
+}
+
+/** Commits what the call queued before its answer goes out; a write whose commit fails answers -32002. */
+function committed<T>(keyed: Keyed<T>, services: Services, writes: boolean): Keyed<T> {
+  const commit = () => {
+    if (!writes) return commitQuietly(services);
+    try {
+      services.store.flush();
+    } catch {
+      throw storeUnavailable(true);
+    }
+  };
+  commit();
+  if (!isThenable(keyed.value)) return keyed;
+  const settled = Promise.resolve(keyed.value).then(
+    (v) => {
+      commit();
+      return v;
+    },
+    (err: unknown) => {
+      commitQuietly(services);
+      throw err;
+    },
+  );
+  // A promise answer stays a promise of the same answer (T is that promise's type).
+  return { value: settled as T, replayed: keyed.replayed };
 }
 
 /** True when every issue is a coded check of contract/methods.ts (none is a shape error). */

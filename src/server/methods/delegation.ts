@@ -29,7 +29,7 @@ export const delegationMethods = {
       handle.results.catch(() => undefined);
       return { status: 'dispatched' as const, delegation_id: handle.delegation_id, subagent_ids: [...handle.subagent_ids], count: handle.subagent_ids.length };
     },
-    { idempotent: true },
+    { idempotent: true, writes: true },
   ),
 
   'delegation.result': defineMethod('delegation.result', (p, server, transport) => {

@@ -5,13 +5,17 @@ import { defineMethod } from './define.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 
 export const parentMethods = {
-  'prompt.submit': defineMethod('prompt.submit', (p, server, transport) => {
-    const s = server.sessions.authorize(p.session_id, transport);
-    if (server.draining) throw new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
-    const parent = server.parents.of(s.session_id);
-    if (!parent) throw new SubrunError(ErrorCode.NoModel, NO_MODEL_MESSAGE);
-    return parent.submit(p.text);
-  }),
+  'prompt.submit': defineMethod(
+    'prompt.submit',
+    (p, server, transport) => {
+      const s = server.sessions.authorize(p.session_id, transport);
+      if (server.draining) throw new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
+      const parent = server.parents.of(s.session_id);
+      if (!parent) throw new SubrunError(ErrorCode.NoModel, NO_MODEL_MESSAGE);
+      return parent.submit(p.text);
+    },
+    { writes: true },
+  ),
 
   'session.steer': defineMethod('session.steer', (p, server, transport) => {
     const s = server.sessions.authorize(p.session_id, transport);
@@ -20,18 +24,22 @@ export const parentMethods = {
     return { session_id: s.session_id, ...answer };
   }),
 
-  'session.interrupt': defineMethod('session.interrupt', (p, server, transport) => {
-    const s = server.sessions.authorize(p.session_id, transport);
-    // Only a session that has a parent agent can have a turn to stop: none is made for this.
-    const turn = server.parents.peek(s.session_id)?.interrupt() ?? false;
-    const stopped = server.runtime.interruptSession(s.session_id, s.generation);
-    const interrupted = turn || stopped.length > 0;
-    return {
-      session_id: s.session_id,
-      status: interrupted ? ('interrupted' as const) : ('not_interrupted' as const),
-      interrupted,
-      turn_interrupted: turn,
-      stopped,
-    };
-  }),
+  'session.interrupt': defineMethod(
+    'session.interrupt',
+    (p, server, transport) => {
+      const s = server.sessions.authorize(p.session_id, transport);
+      // Only a session that has a parent agent can have a turn to stop: none is made for this.
+      const turn = server.parents.peek(s.session_id)?.interrupt() ?? false;
+      const stopped = server.runtime.interruptSession(s.session_id, s.generation);
+      const interrupted = turn || stopped.length > 0;
+      return {
+        session_id: s.session_id,
+        status: interrupted ? ('interrupted' as const) : ('not_interrupted' as const),
+        interrupted,
+        turn_interrupted: turn,
+        stopped,
+      };
+    },
+    { writes: true },
+  ),
 } as const;

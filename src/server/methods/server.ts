@@ -12,6 +12,8 @@ export const serverMethods = {
     methods: server.catalog.methods(),
     events: server.catalog.events(),
     limits: { ...server.limits },
+    recovered: { ...server.recovered },
+    durable: server.store.durable,
   })),
   ping: defineMethod('ping', () => ({ pong: true })),
   // hermes' heartbeat (every 15 s once gateway.ready says `heartbeat: true`); its own server

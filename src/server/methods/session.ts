@@ -42,18 +42,22 @@ const rebind =
       server.logger.warn({ transport }, `session ${verb} refused`);
       throw err;
     }
-    if (p.close_on_disconnect !== undefined) s.close_on_disconnect = p.close_on_disconnect;
+    if (p.close_on_disconnect !== undefined) server.sessions.setCloseOnDisconnect(s, p.close_on_disconnect);
     server.logger.info({ session_id: s.session_id, transport }, `session ${verb}d`);
     const live_subagents = server.runtime.scoped.list(server.sessions.scopeOf(s)).length;
     return { ...sessionView(server, s), live_subagents, open_requests: [] };
   };
 
 export const sessionMethods = {
-  'session.create': defineMethod('session.create', (p, server, transport) => {
-    const { session, session_key } = server.sessions.create(transport, p.title ?? undefined, p.close_on_disconnect ?? false);
-    server.logger.info({ session_id: session.session_id, transport }, 'session created');
-    return { ...sessionView(server, session), session_key };
-  }),
+  'session.create': defineMethod(
+    'session.create',
+    (p, server, transport) => {
+      const { session, session_key } = server.sessions.create(transport, p.title ?? undefined, p.close_on_disconnect ?? false);
+      server.logger.info({ session_id: session.session_id, transport }, 'session created');
+      return { ...sessionView(server, session), session_key };
+    },
+    { writes: true },
+  ),
 
   'session.resume': defineMethod('session.resume', rebind('resume')),
   'session.activate': defineMethod('session.activate', rebind('activate')),
@@ -89,16 +93,20 @@ export const sessionMethods = {
       server.ledger.retireBefore(session.session_id, session.generation);
       return { session_id: session.session_id, generation: session.generation };
     },
-    { idempotent: true },
+    { idempotent: true, writes: true },
   ),
 
-  'session.close': defineMethod('session.close', (p, server, transport) => {
-    const s = server.sessions.authorize(p.session_id, transport);
-    const interrupted = server.runtime.interruptSession(s.session_id).length;
-    server.sessions.close(s.session_id, transport);
-    server.logger.info({ session_id: s.session_id, transport, interrupted }, 'session closed');
-    return { closed: true, interrupted };
-  }),
+  'session.close': defineMethod(
+    'session.close',
+    (p, server, transport) => {
+      const s = server.sessions.authorize(p.session_id, transport);
+      const interrupted = server.runtime.interruptSession(s.session_id).length;
+      server.sessions.close(s.session_id, transport);
+      server.logger.info({ session_id: s.session_id, transport, interrupted }, 'session closed');
+      return { closed: true, interrupted };
+    },
+    { writes: true },
+  ),
 
   // A host that reconnects fills its gap: every kept event after last_seen, as the very envelopes
   // that were sent. Readable by an attached transport or with the session key (a host may replay

@@ -42,6 +42,8 @@ export const subagentMethods = {
       const r = runtime.scoped.steer(scope, p.subagent_id, p.text);
       // A full queue is an error, not `rejected`: the host must learn to wait, not that the child is gone.
       if (r.status === 'rejected' && r.reason === 'queue_full') throw new RpcError(RpcCode.SteerQueueFull, 'steer queue full');
+      // The steer could not be written: it was taken back, and the host hears why (docs/durability.md).
+      if (r.status === 'rejected' && r.reason === 'store_unavailable') throw new RpcError(RpcCode.StoreUnavailable, 'store unavailable');
       if (r.status !== 'queued') {
         // The caller's own finished child is known to it (subagent.list shows it): it takes no more steers.
         const reason = r.reason === 'not_found' && runtime.scoped.has(scope, p.subagent_id) ? 'not_accepting' : r.reason;
@@ -56,7 +58,25 @@ export const subagentMethods = {
         return queued;
       });
     },
-    { idempotent: true, wire: (a) => (a.status === 'queued' ? a : { status: a.status, subagent_id: a.subagent_id, text: a.text }) },
+    { idempotent: true, writes: true, wire: (a) => (a.status === 'queued' ? a : { status: a.status, subagent_id: a.subagent_id, text: a.text }) },
+  ),
+
+  // A child the last process lost (error / server_restart, or worker_lost) continues as a new
+  // child from its last checkpoint (docs/durability.md, "Revive"); explicit only, never automatic.
+  'subagent.revive': defineMethod(
+    'subagent.revive',
+    (p, { sessions, runtime }, transport) => {
+      const s = sessions.authorize(p.session_id, transport);
+      const r = runtime.revive(p.subagent_id, {
+        scope: sessions.scopeOf(s),
+        owner: { session_id: s.session_id, transport, generation: s.generation },
+        ...(p.text !== undefined ? { text: p.text } : {}),
+        requeue_missed: p.requeue_missed ?? true,
+      });
+      r.handle.results.catch(() => undefined);
+      return { subagent_id: r.subagent_id, revived_from: r.revived_from, delegation_id: r.handle.delegation_id, requeued: [...r.requeued] };
+    },
+    { idempotent: true, writes: true },
   ),
 
   'subagent.interrupt': defineMethod(
@@ -65,6 +85,6 @@ export const subagentMethods = {
       const s = sessions.authorize(p.session_id, transport);
       return runtime.scoped.interrupt(sessions.scopeOf(s), p.subagent_id);
     },
-    { idempotent: true },
+    { idempotent: true, writes: true },
   ),
 } as const;

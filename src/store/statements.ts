@@ -1,0 +1,200 @@
+// Every statement the SQLite store runs, prepared once, and the mapping of a child's row back to
+// what the runtime knows of it.
+import type { Statement } from 'better-sqlite3';
+import type { ChildStatus, CompletionEntry, JournaledChild } from '../types.ts';
+import type { Db } from './open.ts';
+import type { AnswerRow, EventRow, SteerState, StoredChild, StoredSteer } from './types.ts';
+
+export interface SessionRowData {
+  session_id: string;
+  key_digest: Buffer;
+  title: string | null;
+  created_at: number;
+  generation: number;
+  close_on_disconnect: number;
+  seq: number;
+  turn_running: number;
+}
+
+export interface ChildRowData {
+  subagent_id: string;
+  session_id: string | null;
+  generation: number | null;
+  parent_id: string | null;
+  depth: number;
+  delegation_id: string;
+  task_index: number;
+  task_count: number;
+  goal: string;
+  context: string | null;
+  agent: string;
+  model: string;
+  timeout_ms: number | null;
+  revived_from: string | null;
+  status: string;
+  started_at: number | null;
+  finished_at: number | null;
+  entry: string | null;
+  tail: string;
+  checkpoint: string | null;
+  revived_to: string | null;
+}
+
+interface SteerRowData {
+  steer_id: string;
+  seq: number;
+  text: string;
+  state: string;
+  requeued_from: string | null;
+}
+
+interface DelegationRowData {
+  delegation_id: string;
+  session_id: string;
+  generation: number;
+  count: number;
+  done: number;
+}
+
+export interface Statements {
+  readonly getMeta: Statement<[string], string>;
+  readonly setMeta: Statement;
+  readonly sessionSaved: Statement;
+  readonly sessionSeq: Statement;
+  readonly turnRunning: Statement;
+  readonly closedSteers: Statement;
+  readonly closedChildren: Statement;
+  readonly closedEvents: Statement;
+  readonly closedAnswers: Statement;
+  readonly closedDelegations: Statement;
+  readonly closedSession: Statement;
+  readonly eventAppended: Statement;
+  readonly evictEvents: Statement;
+  readonly answerKept: Statement;
+  readonly answerDropped: Statement;
+  readonly delegationDispatched: Statement;
+  readonly delegationDone: Statement;
+  readonly droppedSteers: Statement;
+  readonly droppedChildren: Statement;
+  readonly droppedDelegation: Statement;
+  readonly childSpawned: Statement;
+  readonly childStarted: Statement;
+  readonly childProgress: Statement;
+  readonly childFinished: Statement;
+  readonly childRevived: Statement;
+  readonly childOfClosedDropped: Statement;
+  readonly ownerlessPruned: Statement;
+  readonly steerAccepted: Statement;
+  readonly steerState: Statement;
+  readonly steerDropped: Statement;
+  readonly steersOfChildDropped: Statement;
+  readonly sessions: Statement<[], SessionRowData>;
+  readonly events: Statement<[string], EventRow>;
+  readonly answers: Statement<[string], AnswerRow>;
+  readonly delegation: Statement<[string], DelegationRowData>;
+  readonly delegationEntries: Statement<[string], string>;
+  readonly unfinished: Statement<[], ChildRowData>;
+  readonly child: Statement<[string], ChildRowData>;
+  readonly steersOf: Statement<[string], SteerRowData>;
+}
+
+export function statements(db: Db): Statements {
+  const run = (sql: string): Statement => db.prepare(sql);
+  const ofClosedSession = 'SELECT subagent_id FROM children WHERE session_id = ? AND entry IS NOT NULL';
+  const ofDelegation = 'SELECT subagent_id FROM children WHERE delegation_id = ? AND entry IS NOT NULL';
+  return {
+    getMeta: db.prepare<[string], string>('SELECT value FROM meta WHERE key = ?'),
+    setMeta: run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
+    sessionSaved: run(
+      `INSERT INTO sessions (session_id, key_digest, title, created_at, generation, close_on_disconnect, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (session_id) DO UPDATE SET generation = excluded.generation, close_on_disconnect = excluded.close_on_disconnect`,
+    ),
+    sessionSeq: run('UPDATE sessions SET seq = ? WHERE session_id = ?'),
+    turnRunning: run('UPDATE sessions SET turn_running = ? WHERE session_id = ?'),
+    closedSteers: run(`DELETE FROM steers WHERE subagent_id IN (${ofClosedSession})`),
+    closedChildren: run('DELETE FROM children WHERE session_id = ? AND entry IS NOT NULL'),
+    closedEvents: run('DELETE FROM events WHERE session_id = ?'),
+    closedAnswers: run('DELETE FROM answers WHERE session_id = ?'),
+    closedDelegations: run('DELETE FROM delegations WHERE session_id = ?'),
+    closedSession: run('DELETE FROM sessions WHERE session_id = ?'),
+    eventAppended: run('INSERT OR REPLACE INTO events (session_id, seq, text) VALUES (?, ?, ?)'),
+    evictEvents: run('DELETE FROM events WHERE session_id = ? AND seq <= ?'),
+    answerKept: run('INSERT OR REPLACE INTO answers (session_id, slot, params, expires, answer) VALUES (?, ?, ?, ?, ?)'),
+    answerDropped: run('DELETE FROM answers WHERE session_id = ? AND slot = ?'),
+    delegationDispatched: run('INSERT OR REPLACE INTO delegations (delegation_id, session_id, generation, count, done) VALUES (?, ?, ?, ?, ?)'),
+    delegationDone: run('UPDATE delegations SET done = 1 WHERE delegation_id = ?'),
+    droppedSteers: run(`DELETE FROM steers WHERE subagent_id IN (${ofDelegation})`),
+    droppedChildren: run('DELETE FROM children WHERE delegation_id = ? AND entry IS NOT NULL'),
+    droppedDelegation: run('DELETE FROM delegations WHERE delegation_id = ?'),
+    childSpawned: run(
+      `INSERT OR REPLACE INTO children (subagent_id, session_id, generation, parent_id, depth, delegation_id, task_index, task_count, goal, context,
+       agent, model, timeout_ms, revived_from, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued')`,
+    ),
+    childStarted: run("UPDATE children SET status = 'running', started_at = ? WHERE subagent_id = ?"),
+    childProgress: run('UPDATE children SET tail = ?, checkpoint = coalesce(?, checkpoint) WHERE subagent_id = ?'),
+    childFinished: run('UPDATE children SET status = ?, finished_at = ?, entry = ? WHERE subagent_id = ?'),
+    childRevived: run('UPDATE children SET revived_to = ? WHERE subagent_id = ?'),
+    // A child of a session that closed while it finished is let go with it.
+    childOfClosedDropped: run(
+      'DELETE FROM children WHERE subagent_id = ? AND session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = children.session_id)',
+    ),
+    ownerlessPruned: run(
+      `DELETE FROM children WHERE session_id IS NULL AND entry IS NOT NULL AND subagent_id NOT IN
+       (SELECT subagent_id FROM children WHERE session_id IS NULL AND entry IS NOT NULL ORDER BY finished_at DESC LIMIT ?)`,
+    ),
+    steerAccepted: run('INSERT OR REPLACE INTO steers (steer_id, subagent_id, seq, text, state, accepted_at, requeued_from) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    steerState: run('UPDATE steers SET state = ? WHERE steer_id = ?'),
+    steerDropped: run('DELETE FROM steers WHERE steer_id = ?'),
+    steersOfChildDropped: run('DELETE FROM steers WHERE subagent_id = ?'),
+    sessions: db.prepare<[], SessionRowData>('SELECT * FROM sessions'),
+    events: db.prepare<[string], EventRow>('SELECT seq, text FROM events WHERE session_id = ? ORDER BY seq'),
+    answers: db.prepare<[string], AnswerRow>('SELECT slot, params, expires, answer FROM answers WHERE session_id = ? ORDER BY expires'),
+    delegation: db.prepare<[string], DelegationRowData>('SELECT * FROM delegations WHERE delegation_id = ?'),
+    delegationEntries: db.prepare<[string], string>('SELECT entry FROM children WHERE delegation_id = ? AND entry IS NOT NULL ORDER BY task_index'),
+    unfinished: db.prepare<[], ChildRowData>('SELECT * FROM children WHERE entry IS NULL ORDER BY depth DESC'),
+    child: db.prepare<[string], ChildRowData>('SELECT * FROM children WHERE subagent_id = ?'),
+    steersOf: db.prepare<[string], SteerRowData>('SELECT steer_id, seq, text, state, requeued_from FROM steers WHERE subagent_id = ? ORDER BY seq'),
+  };
+}
+
+
+function agentOf(text: string): JournaledChild['agent'] {
+  const parsed: unknown = JSON.parse(text);
+  if (parsed === 'default' || parsed === 'object') return parsed;
+  return typeof parsed === 'object' && parsed !== null && 'spec' in parsed ? { spec: parsed.spec } : 'object';
+}
+
+const STEER_STATES: ReadonlySet<string> = new Set<SteerState>(['queued', 'taken', 'delivered']);
+
+export function childFromRow(r: ChildRowData, steers: readonly SteerRowData[]): StoredChild {
+  return {
+    subagent_id: r.subagent_id,
+    parent_id: r.parent_id,
+    depth: r.depth,
+    delegation_id: r.delegation_id,
+    task_index: r.task_index,
+    task_count: r.task_count,
+    goal: r.goal,
+    context: r.context ?? undefined,
+    agent: agentOf(r.agent),
+    model: r.model,
+    owner: r.session_id === null ? undefined : { session_id: r.session_id, transport: 'restored', generation: r.generation ?? 0 },
+    timeout_ms: r.timeout_ms ?? undefined,
+    revived_from: r.revived_from ?? undefined,
+    status: r.status as ChildStatus,
+    started_at: r.started_at,
+    entry: r.entry === null ? undefined : (JSON.parse(r.entry) as CompletionEntry),
+    tail: r.tail,
+    checkpoint: r.checkpoint === null ? undefined : (JSON.parse(r.checkpoint) as unknown),
+    revived_to: r.revived_to ?? undefined,
+    steers: steers.map(
+      (s): StoredSteer => ({
+        steer_id: s.steer_id,
+        seq: s.seq,
+        text: s.text,
+        state: STEER_STATES.has(s.state) ? (s.state as SteerState) : 'queued',
+        requeued_from: s.requeued_from ?? undefined,
+      }),
+    ),
+  };
+}
