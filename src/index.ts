@@ -26,3 +26,18 @@ export { STEER_OPEN, STEER_CLOSE } from './agent/steer-marker.ts';
 export { defineTool } from './agent/tools/tool.ts';
 export type { Tool, ToolContext } from './agent/tools/tool.ts';
 export { workspaceTools } from './agent/tools/workspace.ts';
+export type { ServerStore, StoreStats, Recovered } from './store/types.ts';
+import type { SqliteStore, SqliteStoreOptions } from './store/sqlite.ts';
+export type { SqliteStore, SqliteStoreOptions };
+export type { SettledChild, Revived, ReviveOptions } from './delegation/recover.ts';
+
+/**
+ * Opens (or creates) a durable store in `dir` (`dir/store.db`, 0600 in a 0700 directory, one
+ * process at a time): `createRuntime({ store: await openStore(dir) })` keeps every child and
+ * steer across restarts, and `runtime.recovered()` lists what the last process lost. The native
+ * SQLite module is loaded only here: a library that opens no store never loads it.
+ */
+export async function openStore(dir: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+  const { SqliteStore } = await import('./store/sqlite.ts');
+  return SqliteStore.open(dir, options);
+}

@@ -6,7 +6,7 @@ import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { MethodName } from '../contract/methods.ts';
 import type { RpcLink } from './rpc-link.ts';
 
-export const EXTENSION_METHODS = ['_subrun/steer', '_subrun/list', '_subrun/tail'] as const;
+export const EXTENSION_METHODS = ['_subrun/steer', '_subrun/list', '_subrun/tail', '_subrun/revive'] as const;
 
 type Params = Record<string, unknown>;
 
@@ -32,6 +32,16 @@ export function extensionCall(method: (typeof EXTENSION_METHODS)[number], p: Par
       };
     case '_subrun/tail':
       return { method: 'subagent.tail', params: { session_id: p.sessionId, subagent_id: p.subagentId, ...(p.since !== undefined ? { since: p.since } : {}) } };
+    case '_subrun/revive':
+      return {
+        method: 'subagent.revive',
+        params: {
+          session_id: p.sessionId,
+          subagent_id: p.subagentId,
+          ...(p.text !== undefined ? { text: p.text } : {}),
+          ...(p.requeueMissed !== undefined ? { requeue_missed: p.requeueMissed } : {}),
+        },
+      };
   }
 }
 

@@ -28,6 +28,11 @@ export interface LoopEffects {
    * waited, which the next model call takes — or null when nothing is pending.
    */
   awaitBackground?(): Promise<string[] | null>;
+  /**
+   * A model turn and its tool calls are done: the conversation so far (without the system prompt),
+   * for a runner that saves its progress (a revival after a restart continues from it).
+   */
+  onTurnDone?(messages: readonly ChatMessage[]): void;
 }
 
 export interface LoopInput {
@@ -139,5 +144,6 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
       done(run.output, run.ok);
       messages.push({ role: 'tool', tool_call_id: call.id, content: run.output });
     }
+    fx.onTurnDone?.(messages.slice(1));
   }
 }

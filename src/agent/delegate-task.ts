@@ -9,6 +9,7 @@ import { MAX_STEER_BYTES, type InterruptResult, type SteerResult } from '../regi
 import type { Snapshot } from '../child/snapshot.ts';
 import { defineTool, type Tool } from './tools/tool.ts';
 import type { CompletionEntry, DelegationHandle } from '../types.ts';
+import type { Revived } from '../delegation/recover.ts';
 
 /** What the tool needs from whoever runs it: a child (through its context) or a session's parent. */
 export interface DelegationPort {
@@ -16,6 +17,8 @@ export interface DelegationPort {
   list(): Snapshot[];
   steer(subagent_id: string, text: string): SteerResult;
   stop(subagent_id: string): InterruptResult;
+  /** Continues a child a restart cut (docs/durability.md); absent where none can be revived. */
+  revive?(subagent_id: string): Revived;
   readonly max_tasks: number;
 }
 
@@ -26,11 +29,11 @@ const schema = z
       .min(1)
       .optional()
       .describe('Spawn one subagent per task. They run in the background; each result arrives as a message when it finishes.'),
-    action: z.enum(['list', 'steer', 'stop']).optional().describe('Control your running subagents instead of spawning.'),
-    subagent_id: z.string().optional().describe('For steer and stop: which subagent.'),
+    action: z.enum(['list', 'steer', 'stop', 'revive']).optional().describe('Control your subagents instead of spawning.'),
+    subagent_id: z.string().optional().describe('For steer, stop and revive: which subagent.'),
     message: z.string().optional().describe('For steer: the guidance to send.'),
   })
-  .refine((a) => (a.tasks === undefined) !== (a.action === undefined), { message: 'give either tasks (to spawn) or action (list, steer or stop), not both' });
+  .refine((a) => (a.tasks === undefined) !== (a.action === undefined), { message: 'give either tasks (to spawn) or action (list, steer, stop or revive), not both' });
 
 /** Turns finished children into messages for the caller's conversation, in completion order. */
 export class CompletionInbox {
@@ -109,6 +112,7 @@ export function delegateTaskTool(port: DelegationPort, inbox: CompletionInbox): 
       'Spawn: {"tasks": [{"goal": "...", "context": "..."}]}. Each subagent starts fresh: put everything it needs in goal and context.',
       'Results arrive as messages when each subagent finishes; do not poll or spawn the same task again.',
       'Control: {"action": "list"} | {"action": "steer", "subagent_id": "...", "message": "..."} | {"action": "stop", "subagent_id": "..."}.',
+      ...(port.revive ? ['A subagent whose result says exit_reason server_restart was cut by a restart: {"action": "revive", "subagent_id": "..."} continues it.'] : []),
     ].join(' '),
     schema,
     handler(args) {
@@ -155,6 +159,20 @@ export function delegateTaskTool(port: DelegationPort, inbox: CompletionInbox): 
             return `Stopping ${r.interrupted.join(', ')}. Their results (status interrupted) will arrive as completion messages.`;
           }
           return `${args.subagent_id} is not a running subagent of yours (unknown, already finished or already stopping). Use action "list" to see yours; a finished one's result arrives as its completion message.`;
+        }
+        case 'revive': {
+          if (!args.subagent_id) return 'To revive, give subagent_id.';
+          if (!port.revive) return 'Reviving is not available here: only a session\'s parent can revive a subagent a restart cut.';
+          let r: Revived;
+          try {
+            r = port.revive(args.subagent_id);
+          } catch (err) {
+            if (isSubrunError(err, ErrorCode.AlreadyRevived)) return `${args.subagent_id} was revived already (${err.message}); its result arrives as a message.`;
+            if (isSubrunError(err, ErrorCode.NotRevivable)) return `Cannot revive ${args.subagent_id}: ${err.message}.`;
+            throw err;
+          }
+          inbox.track(r.handle, [`revival of ${r.revived_from}`]);
+          return `Revived ${r.revived_from} as ${r.subagent_id}: it continues from its last checkpoint in the background${r.requeued.length > 0 ? `, with ${r.requeued.length} missed message(s) queued again` : ''}. Its result arrives as a message.`;
         }
         default:
           return 'Give either tasks or an action.';

@@ -7,7 +7,7 @@ import { SteerInbox } from '../child/steering.ts';
 import { runAgentLoop } from './agent-loop.ts';
 import type { ChatMessage } from './chat.ts';
 import { CompletionInbox, delegateTaskTool, type DelegationPort } from './delegate-task.ts';
-import { DEFAULT_MAX_ITERATIONS, openaiRunner, type OpenAIRunnerConfig } from './runner.ts';
+import { DEFAULT_MAX_ITERATIONS, OPENAI_AGENT, openaiRunner, type OpenAIRunnerConfig } from './runner.ts';
 import { STEER_PROMPT } from './steer-marker.ts';
 import { buildCompletionEntry } from '../delegation/completion.ts';
 import { preview } from '../child/preview.ts';
@@ -219,7 +219,7 @@ export class ParentAgent {
       spawn: (tasks) => {
         if (this.#closed) throw new SubrunError(ErrorCode.RuntimeClosed, 'the session has closed; it can no longer delegate');
         const handle = rt.delegate(
-          tasks.map((t) => ({ goal: t.goal, context: t.context, runner })),
+          tasks.map((t) => ({ goal: t.goal, context: t.context, runner, agent: OPENAI_AGENT })),
           { owner: this.#deps.owner() },
         );
         this.#mine.add(handle.delegation_id);
@@ -229,6 +229,13 @@ export class ParentAgent {
       steer: (id, text) =>
         this.#tree().has(id) ? rt.scoped.steer(this.#scope(), id, text) : { status: 'rejected', subagent_id: id, text: text.trim(), reason: 'not_found' },
       stop: (id) => (this.#tree().has(id) ? rt.scoped.interrupt(this.#scope(), id) : { found: false, subagent_id: id, interrupted: [] }),
+      // Any lost child of the session: after a restart the parent's tree is gone with its process.
+      revive: (id) => {
+        if (this.#closed) throw new SubrunError(ErrorCode.RuntimeClosed, 'the session has closed; it can no longer delegate');
+        const r = rt.revive(id, { scope: this.#scope(), owner: this.#deps.owner() });
+        this.#mine.add(r.handle.delegation_id);
+        return r;
+      },
     };
   }
 }

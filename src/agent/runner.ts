@@ -6,7 +6,7 @@ import type { Tool } from './tools/tool.ts';
 import type { RunOutcome, Runner, RunnerContext } from '../types.ts';
 import { defineRunnerKind, type RunnerKind } from '../delegation/runners/kinds.ts';
 import { runAgentLoop } from './agent-loop.ts';
-import type { ChatEndpoint } from './chat.ts';
+import type { ChatEndpoint, ChatMessage } from './chat.ts';
 import { CompletionInbox, delegateTaskTool, type DelegationPort } from './delegate-task.ts';
 import { STEER_PROMPT } from './steer-marker.ts';
 
@@ -44,7 +44,7 @@ export function openaiRunner(config: OpenAIRunnerConfig): Runner {
         {
           endpoint: config.endpoint,
           system: `${config.system_prompt ?? CHILD_PROMPT}\n\n${STEER_PROMPT}`,
-          messages: [{ role: 'user', content: taskMessage(ctx) }],
+          messages: startingMessages(ctx),
           tools,
           max_iterations: config.max_iterations ?? DEFAULT_MAX_ITERATIONS,
         },
@@ -61,6 +61,7 @@ export function openaiRunner(config: OpenAIRunnerConfig): Runner {
           confirmSteers: (steers) => ctx.confirmDelivered(steers),
           backgroundMessages: () => inbox.drain(),
           awaitBackground: () => inbox.next(ctx.signal, (cancel) => ctx.steerArrived(cancel)),
+          onTurnDone: (messages) => ctx.saveProgress({ messages } satisfies ConversationProgress),
         },
       );
       return {
@@ -76,16 +77,42 @@ export function openaiRunner(config: OpenAIRunnerConfig): Runner {
   return runner;
 }
 
+/** The OpenAI runner's progress: its conversation after the last completed model turn. */
+interface ConversationProgress {
+  readonly messages: readonly ChatMessage[];
+}
+
+function isConversation(v: unknown): v is ConversationProgress {
+  return typeof v === 'object' && v !== null && 'messages' in v && Array.isArray(v.messages) && v.messages.length > 0;
+}
+
+/**
+ * A fresh child starts from its task; a revived one continues the lost child's conversation, told
+ * in one added message why (the restart, and the host's text if it gave one).
+ */
+function startingMessages(ctx: RunnerContext): ChatMessage[] {
+  const restored = ctx.restored;
+  if (restored && isConversation(restored.progress)) return [...restored.progress.messages, { role: 'user', content: restored.note }];
+  if (restored) return [{ role: 'user', content: `${taskMessage(ctx)}
+
+${restored.note}` }];
+  return [{ role: 'user', content: taskMessage(ctx) }];
+}
+
 /** A child's delegate_task reaches only its own subtree; grandchildren run on the same model. */
 function childPort(ctx: RunnerContext, runner: Runner): DelegationPort {
   return {
     max_tasks: ctx.max_batch,
-    spawn: (tasks) => ctx.delegate(tasks.map((t) => ({ goal: t.goal, context: t.context, runner }))),
+    // `agent`: how a later process makes the same runner (a revival after a restart).
+    spawn: (tasks) => ctx.delegate(tasks.map((t) => ({ goal: t.goal, context: t.context, runner, agent: OPENAI_AGENT }))),
     list: () => ctx.subtree.list(),
     steer: (id, text) => ctx.subtree.steer(id, text),
     stop: (id) => ctx.subtree.interrupt(id),
   };
 }
+
+/** The `agent` spec of a child this runner's tool spawns: the server's openai kind makes it again. */
+export const OPENAI_AGENT = { kind: 'openai' } as const;
 
 export const openaiAgentSchema = z.strictObject({
   kind: z.literal('openai'),

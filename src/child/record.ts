@@ -3,45 +3,18 @@
 import { SteerInbox } from './steering.ts';
 import { Transcript, type TailSlice } from './transcript.ts';
 import type { ChildStatus, CompletionEntry, JournaledChild, Owner, RestoredRun, Runner, Steer, ToolTraceItem } from '../types.ts';
+import type { ChildBirth, ChildLifecycle, StopReason } from './init.ts';
 
-/** Why a child's signal was aborted. */
-export type StopReason = 'interrupt' | 'timeout';
-
-export interface ChildIdentity {
-  readonly subagent_id: string;
-  readonly parent_id: string | null;
-  readonly depth: number;
-  readonly delegation_id: string;
-  readonly task_index: number;
-  readonly task_count: number;
-  readonly goal: string;
-}
-
-/** The runtime's side of one child (run-child.ts), given to its record at construction. */
-export interface ChildLifecycle {
-  /** Told when the child is stopped, before any other hook and before its signal aborts. */
-  childStopped(): void;
-  /** Sees each steer before it is queued and throws to refuse it (the runner's onSteer); undefined: none. */
-  readonly steerVeto: ((steer: Steer) => void) | undefined;
-}
+export type { ChildIdentity, ChildLifecycle, StopReason } from './init.ts';
 
 /** Told of each child's entry as it is settled (a delegation collecting its results). */
 export interface SettleListener {
   childSettled(record: ChildRecord, entry: CompletionEntry): void;
 }
 
-export interface ChildInit extends ChildIdentity {
-  readonly context: string | undefined;
-  readonly runner: Runner;
-  readonly owner: Owner | undefined;
+export interface ChildInit extends ChildBirth {
   readonly parent: ChildRecord | null;
-  readonly timeout_ms: number | undefined;
   readonly batch?: SettleListener;
-  /** How a later process could run it again (see JournaledChild.agent). */
-  readonly agent: JournaledChild['agent'];
-  /** A revival (subagent.revive): the lost child it continues, and that child's last progress. */
-  readonly revived_from?: string;
-  readonly restored?: RestoredRun;
 }
 
 export class ChildRecord {

@@ -13,6 +13,7 @@ commands:
   serve --stdio | --ws         the server for hosts: JSON-RPC over stdio or WebSocket
   serve --acp                  the Agent Client Protocol adapter for IDEs (docs/acp.md)
   worker --nats URL            run children for a serve --nats control plane (docs/scale-out.md)
+  store stats                  the size and counts of a state directory's database (docs/durability.md)
   call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
   watch --session ID --key K   print a session's events as they come
   --version                    print the version
@@ -42,6 +43,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await (await import('./serve.ts')).serve(rest);
       case 'worker':
         return await (await import('./worker.ts')).worker(rest);
+      case 'store':
+        return await (await import('./store.ts')).store(rest);
       case 'call':
         quietOnBrokenPipe();
         return await (await import('./client.ts')).call(rest);

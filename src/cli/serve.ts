@@ -8,8 +8,7 @@
 // --shutdown-grace-ms to read it all before whatever is left is cut and the process exits.
 import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { isAbsolute, join, resolve as resolvePath } from 'node:path';
+import { resolve as resolvePath } from 'node:path';
 import type { AcpStdio } from '../acp/stdio.ts';
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagValues } from './flags.ts';
 import { SERVE_FLAGS } from './serve-flags.ts';
@@ -26,6 +25,7 @@ import { stdioTransport, type StdioTransport } from '../rpc/transports/stdio.ts'
 import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/transports/ws.ts';
 import { createHttpApi } from '../http/api.ts';
 import type { SqliteStore } from '../store/sqlite.ts';
+import { defaultStateDir } from './state-dir.ts';
 
 
 const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp [options]
@@ -239,11 +239,6 @@ async function openPlacement(
   }
 }
 
-/** `$XDG_STATE_HOME/subrun`, else `~/.local/state/subrun` (made when a store opens there or a tree is saved). */
-export function defaultStateDir(): string {
-  const xdg = process.env.XDG_STATE_HOME;
-  return xdg !== undefined && isAbsolute(xdg) ? join(xdg, 'subrun') : join(homedir(), '.local', 'state', 'subrun');
-}
 
 /** Waits up to `grace_ms` for stdout to take everything; false if it did not (the host is cut). */
 async function drainedWithin(stdio: StdioTransport, grace_ms: number): Promise<boolean> {

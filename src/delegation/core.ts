@@ -8,8 +8,7 @@ import type { ChildRecord } from '../child/record.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { ChildQueue } from './child-queue.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
-import type { Revival } from './delegate.ts';
-import type { ChildJournal, DelegateOptions, DelegationHandle, Owner, Runner, TaskSpec } from '../types.ts';
+import type { ChildJournal, DelegateOptions, DelegationHandle, Owner, RestoredRun, Runner, TaskSpec } from '../types.ts';
 
 /**
  * A yield point the runtime awaits at each seam; tests pass a scheduler to order them. Returning
@@ -25,6 +24,14 @@ export interface Limits {
   readonly max_concurrent_children: number;
   readonly max_spawn_depth: number;
   readonly interrupt_grace_ms: number;
+}
+
+/** A revived child's place (subagent.revive): the lost child's, with what its run continues from. */
+export interface Revival {
+  readonly revived_from: string;
+  readonly parent_id: string | null;
+  readonly depth: number;
+  readonly restored: RestoredRun;
 }
 
 export interface Core {

@@ -3,10 +3,12 @@
 import { z } from 'zod';
 import { ErrorCode, SubrunError, type Issue } from '../errors.ts';
 import type { ChildRecord, SettleListener } from '../child/record.ts';
-import type { Core } from './core.ts';
+import type { Core, Revival } from './core.ts';
+
+export type { Revival };
 import type { RunnerKinds } from './runners/kinds.ts';
 import { LiveChild } from './run-child.ts';
-import { StoreUnavailableError, type CompletionEntry, type DelegateOptions, type DelegationHandle, type JournaledChild, type Owner, type RestoredRun, type Runner, type TaskSpec } from '../types.ts';
+import { StoreUnavailableError, type CompletionEntry, type DelegateOptions, type DelegationHandle, type JournaledChild, type Owner, type Runner, type TaskSpec } from '../types.ts';
 
 function isRunner(v: unknown): v is Runner {
   return typeof v === 'object' && v !== null && 'run' in v && typeof v.run === 'function' && 'model' in v && typeof v.model === 'string';
@@ -47,13 +49,6 @@ export interface ResolvedTask {
   readonly agent: JournaledChild['agent'];
 }
 
-/** A revived child's place (subagent.revive): the lost child's, with what its run continues from. */
-export interface Revival {
-  readonly revived_from: string;
-  readonly parent_id: string | null;
-  readonly depth: number;
-  readonly restored: RestoredRun;
-}
 
 /** A batch is a non-empty array of at most `maxConcurrent` tasks (a worker's delegate() checks the same). */
 export function checkBatch(tasks: unknown, maxConcurrent: number): asserts tasks is readonly unknown[] {
@@ -108,7 +103,8 @@ export function validateTasks(tasks: unknown, maxConcurrent: number, kinds: Runn
       }
       runner = kind.create(spec.data);
     }
-    const agent: JournaledChild['agent'] = r.data.runner ? 'object' : r.data.agent ? { spec: r.data.agent } : 'default';
+    // A runner object with an `agent` spec beside it: the spec says how a later process makes it again.
+    const agent: JournaledChild['agent'] = r.data.agent ? { spec: r.data.agent } : r.data.runner ? 'object' : 'default';
     parsed.push({ goal: r.data.goal, context: r.data.context, runner, agent });
   });
   if (issues.length > 0) {

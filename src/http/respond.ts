@@ -29,6 +29,9 @@ const STATUS: ReadonlyMap<number, number> = new Map([
   [RpcCode.NoModel, 422],
   [RpcCode.IdempotencyConflict, 409],
   [RpcCode.ShuttingDown, 503],
+  [RpcCode.StoreUnavailable, 503],
+  [RpcCode.NotRevivable, 409],
+  [RpcCode.AlreadyRevived, 409],
   [RpcCode.ResponseTooLarge, 500],
   [RpcCode.InternalError, 500],
   [HttpCode.Unauthorized, 401],
@@ -57,7 +60,9 @@ export const answer = (status: number, body: unknown, headers?: Record<string, s
 /** The answer for a wire error: its status, and its code, message and data as they are. */
 export function errorAnswer(err: RpcError, headers?: Record<string, string>): Answer {
   if (err.code === RpcCode.NotOwned) return { status: 404, body: new JsonText(NOT_FOUND_BODY), headers };
-  const extra = err.code === RpcCode.ShuttingDown ? { 'Retry-After': '5', ...headers } : headers;
+  // Both say "not now": the store is retried every second, a shutdown ends within its grace.
+  const retry = err.code === RpcCode.ShuttingDown ? '5' : err.code === RpcCode.StoreUnavailable ? '1' : undefined;
+  const extra = retry === undefined ? headers : { 'Retry-After': retry, ...headers };
   return { status: statusOf(err.code), body: { error: err.toJSON() }, headers: extra };
 }
 

@@ -326,6 +326,23 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       },
     },
     {
+      // A child the last process lost, continued as a new child (docs/durability.md, "Revive").
+      path: ['v1', 'sessions', ':sid', 'subagents', ':cid', 'revive'],
+      methods: {
+        POST: (call) =>
+          keyedCall(
+            call,
+            'subagent.revive',
+            {
+              subagent_id: cid(call),
+              ...(call.body.text !== undefined ? { text: call.body.text } : {}),
+              ...(call.body.requeue_missed !== undefined ? { requeue_missed: call.body.requeue_missed } : {}),
+            },
+            (keyed) => keyedAnswer(keyed, () => answer(201, keyed.value)),
+          ),
+      },
+    },
+    {
       path: ['v1', 'sessions', ':sid', 'events'],
       methods: {
         GET: (call) => {

@@ -297,6 +297,12 @@ export class ServerHub {
   async shutdown(): Promise<void> {
     this.#draining = true;
     await this.runtime.shutdown();
+    // The children's completions are written, then sent, before any transport closes.
+    try {
+      this.store.flush();
+    } catch (err) {
+      this.#logger.error({ err }, 'the last completions could not be written at shutdown');
+    }
     this.closeTransports();
     for (const [id, p] of [...this.#peers]) {
       if (p.session_id === undefined) continue;

@@ -17,6 +17,13 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { RpcCode, RpcError, toRpcError } from './errors.ts';
 import type { ServerStore } from '../store/types.ts';
+import { z } from 'zod';
+
+/** A kept answer as written: its value, or its error. */
+const keptAnswerSchema = z.object({
+  value: z.unknown().optional(),
+  error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }).optional(),
+});
 
 /** How long an answer is kept for its key. */
 export const IDEMPOTENCY_TTL_MS = 10 * 60 * 1000;
@@ -184,7 +191,7 @@ export class IdempotencyStore {
         store.answerDropped(session_id, row.slot);
         continue;
       }
-      const answer = JSON.parse(row.answer) as { value?: unknown; error?: { code: number; message: string; data?: unknown } };
+      const answer = keptAnswerSchema.parse(JSON.parse(row.answer));
       const entry: Kept = { session_id, slot: row.slot, params: row.params, expires: row.expires, bytes: ENTRY_OVERHEAD_BYTES + row.slot.length };
       const error = answer.error ? new RpcError(answer.error.code, answer.error.message, answer.error.data) : undefined;
       this.#keep(entry, error, answer.value, false);

@@ -3,9 +3,9 @@
 // person can act on (the CLI prints it and exits 2); nothing here ever rewrites a database it
 // cannot read.
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import type Database from 'better-sqlite3';
+// Loaded with this module only: the CLI and openStore() import the store when a state directory is used.
+import Database from 'better-sqlite3';
 import { errorCode } from '../guards.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
 
@@ -127,9 +127,7 @@ export function openDatabase(path: string, fsync: FsyncMode): Db {
   else chmodSync(path, 0o600);
   let db: Db;
   try {
-    // Loaded only when a store is opened: a server or library without state never loads the native module.
-    const open = createRequire(import.meta.url)('better-sqlite3') as typeof Database;
-    db = new open(path, { fileMustExist: true });
+    db = new Database(path, { fileMustExist: true });
   } catch (err) {
     throw new StoreOpenError(`cannot open the database ${path}: ${describe(err)}; ${WAY_OUT}`);
   }

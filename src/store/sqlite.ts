@@ -14,7 +14,7 @@ import { silentLogger, type Logger } from '../log.ts';
 import { StoreUnavailableError, type CompletionEntry, type JournaledChild, type Steer } from '../types.ts';
 import { DirLock, openDatabase, prepareDir, type Db, type FsyncMode } from './open.ts';
 import { SCHEMA_VERSION } from './schema.ts';
-import { childFromRow, statements, type ChildRowData, type Statements } from './statements.ts';
+import { childFromRow, parseEntry, statements, type ChildRowData, type Statements } from './statements.ts';
 import type { AnswerRow, DelegationRow, EventRow, ServerStore, SessionRow, StoreStats, StoredChild } from './types.ts';
 
 export interface SqliteStoreOptions {
@@ -333,7 +333,7 @@ export class SqliteStore implements ServerStore {
     const entries = this.#st.delegationEntries
       .pluck()
       .all(delegation_id)
-      .map((text) => JSON.parse(text) as CompletionEntry);
+      .map(parseEntry);
     return { delegation_id: r.delegation_id, session_id: r.session_id, generation: r.generation, count: r.count, done: r.done === 1, entries };
   }
 

@@ -1,7 +1,8 @@
 // Every statement the SQLite store runs, prepared once, and the mapping of a child's row back to
 // what the runtime knows of it.
 import type { Statement } from 'better-sqlite3';
-import type { ChildStatus, CompletionEntry, JournaledChild } from '../types.ts';
+import { childStatusSchema, completionEntrySchema } from '../contract/entities.ts';
+import type { CompletionEntry, JournaledChild } from '../types.ts';
 import type { Db } from './open.ts';
 import type { AnswerRow, EventRow, SteerState, StoredChild, StoredSteer } from './types.ts';
 
@@ -164,7 +165,18 @@ function agentOf(text: string): JournaledChild['agent'] {
   return typeof parsed === 'object' && parsed !== null && 'spec' in parsed ? { spec: parsed.spec } : 'object';
 }
 
-const STEER_STATES: ReadonlySet<string> = new Set<SteerState>(['queued', 'taken', 'delivered']);
+/** An entry as written (the contract's shape, checked on the way back in). */
+export function parseEntry(text: string): CompletionEntry {
+  return completionEntrySchema.parse(JSON.parse(text));
+}
+
+function steerState(state: string): SteerState {
+  return state === 'taken' || state === 'delivered' ? state : 'queued';
+}
+
+function parseJson(text: string | null): unknown {
+  return text === null ? undefined : JSON.parse(text);
+}
 
 export function childFromRow(r: ChildRowData, steers: readonly SteerRowData[]): StoredChild {
   return {
@@ -181,18 +193,18 @@ export function childFromRow(r: ChildRowData, steers: readonly SteerRowData[]): 
     owner: r.session_id === null ? undefined : { session_id: r.session_id, transport: 'restored', generation: r.generation ?? 0 },
     timeout_ms: r.timeout_ms ?? undefined,
     revived_from: r.revived_from ?? undefined,
-    status: r.status as ChildStatus,
+    status: childStatusSchema.parse(r.status),
     started_at: r.started_at,
-    entry: r.entry === null ? undefined : (JSON.parse(r.entry) as CompletionEntry),
+    entry: r.entry === null ? undefined : parseEntry(r.entry),
     tail: r.tail,
-    checkpoint: r.checkpoint === null ? undefined : (JSON.parse(r.checkpoint) as unknown),
+    checkpoint: parseJson(r.checkpoint),
     revived_to: r.revived_to ?? undefined,
     steers: steers.map(
       (s): StoredSteer => ({
         steer_id: s.steer_id,
         seq: s.seq,
         text: s.text,
-        state: STEER_STATES.has(s.state) ? (s.state as SteerState) : 'queued',
+        state: steerState(s.state),
         requeued_from: s.requeued_from ?? undefined,
       }),
     ),

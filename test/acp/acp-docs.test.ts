@@ -29,7 +29,12 @@ const ACP_REQUESTS: Record<string, { params: z.ZodType; result: z.ZodType }> = {
   'session/new': { params: zNewSessionRequest, result: zNewSessionResponse },
   'session/prompt': { params: zPromptRequest, result: zPromptResponse },
 };
-const EXT_RESULTS: Record<Ext, MethodName> = { '_subrun/steer': 'subagent.steer', '_subrun/list': 'subagent.list', '_subrun/tail': 'subagent.tail' };
+const EXT_RESULTS: Record<Ext, MethodName> = {
+  '_subrun/steer': 'subagent.steer',
+  '_subrun/list': 'subagent.list',
+  '_subrun/tail': 'subagent.tail',
+  '_subrun/revive': 'subagent.revive',
+};
 const knownCodes = new Set<number>([...Object.values(RpcCode), -32002]);
 
 /** A value's shape: its keys and the kinds of their values, recursively (values themselves ignored). */

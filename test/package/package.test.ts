@@ -111,7 +111,8 @@ describe('the npm package, installed into a fresh project', () => {
       writeFileSync(join(dir, `tsconfig.${resolution}.json`), tsconfig(resolution, ['example.ts', 'subpaths.ts']));
       writeFileSync(join(dir, `tsconfig.${resolution}.mistyped.json`), tsconfig(resolution, ['mistyped.ts']));
     }
-  }, 180_000);
+    // better-sqlite3 (the durable store) compiles from source on install, about a minute or two here.
+  }, 420_000);
 
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -166,7 +167,9 @@ describe('the npm package, installed into a fresh project', () => {
 
   it('serves the dashboard from the installed package: the page, its modules and the stylesheet', async () => {
     const bin = join(dir, 'node_modules', '.bin', 'subrun');
-    const child = spawn(bin, ['serve', '--ws', '--port', '0', '--token', 'package-test'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    // Durable by default: its state directory under the consumer's own XDG_STATE_HOME (the native store loads).
+    const env = { ...process.env, XDG_STATE_HOME: join(dir, 'state') };
+    const child = spawn(bin, ['serve', '--ws', '--port', '0', '--token', 'package-test'], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
     try {
       const stderr = lineInbox(child.stderr, 'stderr of the installed serve');
       const listening = await stderr.take((l) => l.startsWith('subrun listening on '));

@@ -135,28 +135,18 @@ function commitQuietly(services: Services): void {
 
 /** Commits what the call queued before its answer goes out; a write whose commit fails answers -32002. */
 function committed<T>(keyed: Keyed<T>, services: Services, writes: boolean): Keyed<T> {
-  const commit = () => {
-    if (!writes) return commitQuietly(services);
+  if (!writes) commitQuietly(services);
+  else {
     try {
       services.store.flush();
     } catch {
       throw storeUnavailable(true);
     }
-  };
-  commit();
-  if (!isThenable(keyed.value)) return keyed;
-  const settled = Promise.resolve(keyed.value).then(
-    (v) => {
-      commit();
-      return v;
-    },
-    (err: unknown) => {
-      commitQuietly(services);
-      throw err;
-    },
-  );
-  // A promise answer stays a promise of the same answer (T is that promise's type).
-  return { value: settled as T, replayed: keyed.replayed };
+  }
+  // A promise answer (a steer to a remote worker) is committed as it settles: registered first,
+  // this commit runs before any caller's continuation writes the answer out.
+  if (isThenable(keyed.value)) Promise.resolve(keyed.value).then(() => commitQuietly(services), () => commitQuietly(services));
+  return keyed;
 }
 
 /** True when every issue is a coded check of contract/methods.ts (none is a shape error). */
