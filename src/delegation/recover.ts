@@ -108,6 +108,5 @@ export function revive(core: Core, scope: Scope | undefined, subagent_id: string
       if (r.status === 'queued') requeued.push({ steer_id: r.steer_id, requeued_from: m.steer_id });
     }
   }
-  journal.flush();
   return { subagent_id: revived_as, revived_from: child.subagent_id, requeued, handle };
 }

@@ -54,6 +54,12 @@ export interface RuntimeOptions {
   readonly store?: ChildJournal;
   /** How often a running child's tail and progress are written at most. Default 200 ms. */
   readonly checkpoint_ms?: number;
+  /**
+   * With a store: `each_call` (default) commits before delegate/steer/revive return; `by_caller`
+   * leaves the commit to the caller, so that one commit holds the call, its events and its kept
+   * answer (the server's methods commit once, before they reply).
+   */
+  readonly commit?: 'each_call' | 'by_caller';
 }
 
 export interface DelegateCallOptions {
@@ -162,6 +168,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     positiveInt('max_queued_steers', options.max_queued_steers, DEFAULT_MAX_QUEUED_STEERS),
     positiveInt('max_queued_steer_bytes', options.max_queued_steer_bytes, DEFAULT_MAX_QUEUED_STEER_BYTES, 1),
     journal,
+    options.commit !== 'by_caller',
   );
   const queues = new Map<string, ChildQueue>();
   const paused = new Set<string>();
@@ -231,7 +238,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const recovered = journal ? settleLost(journal, clock.now()) : [];
   /** Written before the caller is told (a library caller has no reply to hold back). */
   const written = <T>(value: T): T => {
-    journal?.flush();
+    if (options.commit !== 'by_caller') journal?.flush();
     return value;
   };
 

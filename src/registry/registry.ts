@@ -34,6 +34,8 @@ export class Registry {
   readonly #maxQueued: number;
   readonly #maxQueuedBytes: number;
   readonly #journal: ChildJournal | undefined;
+  /** Commit each accepted steer before answering (false: the caller commits, with its reply). */
+  readonly #commitSteers: boolean;
 
   constructor(
     ids: IdMaker,
@@ -41,8 +43,10 @@ export class Registry {
     maxQueued = DEFAULT_MAX_QUEUED_STEERS,
     maxQueuedBytes = DEFAULT_MAX_QUEUED_STEER_BYTES,
     journal?: ChildJournal,
+    commitSteers = true,
   ) {
     this.#journal = journal;
+    this.#commitSteers = commitSteers;
     this.#ids = ids;
     this.#retainPerOwner = retainPerOwner;
     this.#maxQueued = maxQueued;
@@ -221,7 +225,7 @@ export class Registry {
       // `queued` is said only once the steer is written: a restart then ends it delivered or missed.
       journal.steerAccepted(subagent_id, steer, Date.now());
       try {
-        journal.flush();
+        if (this.#commitSteers) journal.flush();
       } catch {
         r.withdrawSteer(steer.steer_id);
         journal.steerWithdrawn(subagent_id, steer.steer_id);

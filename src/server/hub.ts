@@ -144,7 +144,9 @@ export class ServerHub {
     this.runtime = createRuntime({
       ...options.runtime,
       // The runtime settles what the last process lost as it is made, before anything is served.
-      ...(store.durable ? { store } : {}),
+      // One commit per call, made by the method before it replies: the call's writes, its events
+      // and its kept answer together (a crash between two commits could lose the answer alone).
+      ...(store.durable ? { store, commit: 'by_caller' as const } : {}),
       max_concurrent_children: options.max_concurrent_children,
       max_spawn_depth: options.max_spawn_depth,
       default_runner: options.default_runner,
@@ -222,6 +224,7 @@ export class ServerHub {
     });
     this.recovered = reconcile({
       settled: this.runtime.recovered(),
+      open: store.openDelegations(),
       restored,
       sessions: this.sessions,
       ledger: this.#ledger,

@@ -6,7 +6,7 @@
 // - every parent turn that was running: message.complete with status `error`;
 // - session.idle for each session that had children in flight.
 import type { SettledChild } from '../delegation/recover.ts';
-import type { Recovered, SessionRow } from '../store/types.ts';
+import type { DelegationRow, Recovered, SessionRow } from '../store/types.ts';
 import type { Owner } from '../types.ts';
 import type { DelegationLedger } from './delegation-ledger.ts';
 import type { Session, SessionStore } from './sessions.ts';
@@ -15,6 +15,8 @@ export const RESTART_TURN_ERROR = 'the server stopped while this turn ran';
 
 interface ReconcileDeps {
   readonly settled: readonly SettledChild[];
+  /** Delegations the store has not seen done (with or without a child settled now). */
+  readonly open: readonly DelegationRow[];
   readonly restored: readonly SessionRow[];
   readonly sessions: SessionStore;
   readonly ledger: DelegationLedger;
@@ -52,11 +54,19 @@ export function reconcile(d: ReconcileDeps): Recovered {
     delegations.set(child.delegation_id, { session, owner });
     quietened.add(session);
   }
+  // A delegation whose last entry was written but whose delegation.complete was not.
+  for (const row of d.open) {
+    const session = d.sessions.get(row.session_id);
+    if (!session || session.generation !== row.generation || delegations.has(row.delegation_id)) continue;
+    if (!d.ledger.restore(session.session_id, row.delegation_id)) continue;
+    delegations.set(row.delegation_id, { session, owner: { session_id: session.session_id, transport: 'restored', generation: session.generation } });
+  }
   for (const [delegation_id, { session, owner }] of delegations) {
     const results = d.ledger.completable(session.session_id, delegation_id);
     if (!results) continue;
     d.observe({ type: 'delegation.complete', delegation_id, results }, owner);
     d.route(session, { type: 'delegation.complete', delegation_id, results });
+    quietened.add(session);
   }
   for (const row of d.restored) {
     const session = d.sessions.get(row.session_id);

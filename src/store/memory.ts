@@ -34,6 +34,7 @@ export function memoryStore(): ServerStore {
     loadEvents: () => [],
     loadAnswers: () => [],
     loadDelegation: () => undefined,
+    openDelegations: () => [],
     unfinished: () => [],
     child: () => undefined,
     revived: nothing,

@@ -337,6 +337,11 @@ export class SqliteStore implements ServerStore {
     return { delegation_id: r.delegation_id, session_id: r.session_id, generation: r.generation, count: r.count, done: r.done === 1, entries };
   }
 
+  openDelegations(): DelegationRow[] {
+    this.#settled();
+    return this.#st.openDelegations.all().map((r) => ({ ...r, done: false }));
+  }
+
   unfinished(): StoredChild[] {
     this.#settled();
     return this.#st.unfinished.all().map((r) => this.#withSteers(r));

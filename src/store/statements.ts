@@ -93,6 +93,7 @@ export interface Statements {
   readonly events: Statement<[string], EventRow>;
   readonly answers: Statement<[string], AnswerRow>;
   readonly delegation: Statement<[string], DelegationRowData>;
+  readonly openDelegations: Statement<[], DelegationRowData>;
   readonly delegationEntries: Statement<[string], string>;
   readonly unfinished: Statement<[], ChildRowData>;
   readonly child: Statement<[string], ChildRowData>;
@@ -151,6 +152,7 @@ export function statements(db: Db): Statements {
     events: db.prepare<[string], EventRow>('SELECT seq, text FROM events WHERE session_id = ? ORDER BY seq'),
     answers: db.prepare<[string], AnswerRow>('SELECT slot, params, expires, answer FROM answers WHERE session_id = ? ORDER BY expires'),
     delegation: db.prepare<[string], DelegationRowData>('SELECT * FROM delegations WHERE delegation_id = ?'),
+    openDelegations: db.prepare<[], DelegationRowData>('SELECT * FROM delegations WHERE done = 0'),
     delegationEntries: db.prepare<[string], string>('SELECT entry FROM children WHERE delegation_id = ? AND entry IS NOT NULL ORDER BY task_index'),
     unfinished: db.prepare<[], ChildRowData>('SELECT * FROM children WHERE entry IS NULL ORDER BY depth DESC'),
     child: db.prepare<[string], ChildRowData>('SELECT * FROM children WHERE subagent_id = ?'),

@@ -87,6 +87,8 @@ export interface ServerStore extends ChildJournal {
   loadSessions(): SessionRow[];
   loadEvents(session_id: string): EventRow[];
   loadAnswers(session_id: string): AnswerRow[];
+  /** Delegations not done: the last process may have died between a last entry and its delegation.complete. */
+  openDelegations(): DelegationRow[];
   loadDelegation(delegation_id: string): (DelegationRow & { readonly entries: CompletionEntry[] }) | undefined;
   stats(): StoreStats | undefined;
   close(): void;
