@@ -33,7 +33,9 @@ const schema = z
     subagent_id: z.string().optional().describe('For steer, stop and revive: which subagent.'),
     message: z.string().optional().describe('For steer: the guidance to send.'),
   })
-  .refine((a) => (a.tasks === undefined) !== (a.action === undefined), { message: 'give either tasks (to spawn) or action (list, steer, stop or revive), not both' });
+  .refine((a) => (a.tasks === undefined) !== (a.action === undefined), {
+    message: 'give either tasks (to spawn) or action (list, steer, stop or revive), not both',
+  });
 
 /** Turns finished children into messages for the caller's conversation, in completion order. */
 export class CompletionInbox {
@@ -112,7 +114,9 @@ export function delegateTaskTool(port: DelegationPort, inbox: CompletionInbox): 
       'Spawn: {"tasks": [{"goal": "...", "context": "..."}]}. Each subagent starts fresh: put everything it needs in goal and context.',
       'Results arrive as messages when each subagent finishes; do not poll or spawn the same task again.',
       'Control: {"action": "list"} | {"action": "steer", "subagent_id": "...", "message": "..."} | {"action": "stop", "subagent_id": "..."}.',
-      ...(port.revive ? ['A subagent whose result says exit_reason server_restart was cut by a restart: {"action": "revive", "subagent_id": "..."} continues it.'] : []),
+      ...(port.revive
+        ? ['A subagent whose result says exit_reason server_restart was cut by a restart: {"action": "revive", "subagent_id": "..."} continues it.']
+        : []),
     ].join(' '),
     schema,
     handler(args) {
@@ -162,12 +166,13 @@ export function delegateTaskTool(port: DelegationPort, inbox: CompletionInbox): 
         }
         case 'revive': {
           if (!args.subagent_id) return 'To revive, give subagent_id.';
-          if (!port.revive) return 'Reviving is not available here: only a session\'s parent can revive a subagent a restart cut.';
+          if (!port.revive) return "Reviving is not available here: only a session's parent can revive a subagent a restart cut.";
           let r: Revived;
           try {
             r = port.revive(args.subagent_id);
           } catch (err) {
-            if (isSubrunError(err, ErrorCode.AlreadyRevived)) return `${args.subagent_id} was revived already (${err.message}); its result arrives as a message.`;
+            if (isSubrunError(err, ErrorCode.AlreadyRevived))
+              return `${args.subagent_id} was revived already (${err.message}); its result arrives as a message.`;
             if (isSubrunError(err, ErrorCode.NotRevivable)) return `Cannot revive ${args.subagent_id}: ${err.message}.`;
             throw err;
           }

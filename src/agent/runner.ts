@@ -93,9 +93,15 @@ function isConversation(v: unknown): v is ConversationProgress {
 function startingMessages(ctx: RunnerContext): ChatMessage[] {
   const restored = ctx.restored;
   if (restored && isConversation(restored.progress)) return [...restored.progress.messages, { role: 'user', content: restored.note }];
-  if (restored) return [{ role: 'user', content: `${taskMessage(ctx)}
+  if (restored)
+    return [
+      {
+        role: 'user',
+        content: `${taskMessage(ctx)}
 
-${restored.note}` }];
+${restored.note}`,
+      },
+    ];
   return [{ role: 'user', content: taskMessage(ctx) }];
 }
 

@@ -22,7 +22,6 @@ export interface ChildLifecycle {
   readonly steerVeto: ((steer: Steer) => void) | undefined;
 }
 
-
 /** A child's birth facts (record.ts's ChildInit adds the batch it settles into). */
 export interface ChildBirth extends ChildIdentity {
   readonly context: string | undefined;
@@ -35,4 +34,3 @@ export interface ChildBirth extends ChildIdentity {
   readonly revived_from?: string;
   readonly restored?: RestoredRun;
 }
-

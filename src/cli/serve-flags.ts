@@ -118,7 +118,13 @@ export const SERVE_FLAGS = [
     help: 'the state directory: sessions, children, steers and events survive a restart (docs/durability.md); default $XDG_STATE_HOME/subrun or ~/.local/state/subrun with --ws; --stdio and --acp keep it only when given',
   },
   { flag: 'no-state', env: 'SUBRUN_NO_STATE', kind: 'bool', help: 'keep no state: memory only, nothing survives a restart, spawn_tree.* answer 4031' },
-  { flag: 'fsync', env: 'SUBRUN_FSYNC', kind: 'string', arg: 'normal|full', help: 'normal: safe against process death (default); full: against power loss too' },
+  {
+    flag: 'fsync',
+    env: 'SUBRUN_FSYNC',
+    kind: 'string',
+    arg: 'normal|full',
+    help: 'normal: safe against process death (default); full: against power loss too',
+  },
   {
     flag: 'checkpoint-ms',
     env: 'SUBRUN_CHECKPOINT_MS',

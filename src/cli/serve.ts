@@ -27,7 +27,6 @@ import { createHttpApi } from '../http/api.ts';
 import type { SqliteStore } from '../store/sqlite.ts';
 import { defaultStateDir } from './state-dir.ts';
 
-
 const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp [options]
 
 The server for hosts. --stdio serves one JSON-RPC host over this process's stdin and stdout;
@@ -238,7 +237,6 @@ async function openPlacement(
     process.exit(2);
   }
 }
-
 
 /** Waits up to `grace_ms` for stdout to take everything; false if it did not (the host is cut). */
 async function drainedWithin(stdio: StdioTransport, grace_ms: number): Promise<boolean> {

@@ -1,7 +1,16 @@
 // The methods of the wire: each one's params schema (validated once, at the boundary, answering
 // subrun's own codes) and result schema; hosts and the server share them (subrun/protocol).
 import { z } from 'zod';
-import { completionEntrySchema, id, interruptResultSchema, PROTOCOL_VERSION, recoveredSchema, snapshotSchema, tailResultSchema, unixSeconds } from './entities.ts';
+import {
+  completionEntrySchema,
+  id,
+  interruptResultSchema,
+  PROTOCOL_VERSION,
+  recoveredSchema,
+  snapshotSchema,
+  tailResultSchema,
+  unixSeconds,
+} from './entities.ts';
 import { wireEventSchema } from './events.ts';
 
 // ---- method params (validated once, at the boundary; unknown params are ignored) ----

@@ -154,7 +154,10 @@ export class ChildContext implements RunnerContext {
     if (journal === undefined || taken.length === 0) return taken;
     // Written before the runner can put them in a model request: a steer lost after this point
     // may have reached the model, and is reported missed with maybe_delivered.
-    journal.steersTaken(this.#record.subagent_id, taken.map((t) => t.steer_id));
+    journal.steersTaken(
+      this.#record.subagent_id,
+      taken.map((t) => t.steer_id),
+    );
     try {
       journal.flush();
     } catch (err) {
@@ -188,10 +191,17 @@ export class ChildContext implements RunnerContext {
 
   /** Transcript line and `subagent.steer.delivered` for each steer (the context is open). */
   #markDelivered(steers: readonly Steer[]): void {
-    if (steers.length > 0) this.#core.journal?.steersDelivered(this.#record.subagent_id, steers.map((t) => t.steer_id));
+    if (steers.length > 0)
+      this.#core.journal?.steersDelivered(
+        this.#record.subagent_id,
+        steers.map((t) => t.steer_id),
+      );
     for (const s of steers) {
       this.#record.appendLine(`[steer] ${s.text}`);
-      this.#emit('subagent.steer.delivered', s.requeued_from === undefined ? { steer_id: s.steer_id, text: s.text } : { steer_id: s.steer_id, text: s.text, requeued_from: s.requeued_from });
+      this.#emit(
+        'subagent.steer.delivered',
+        s.requeued_from === undefined ? { steer_id: s.steer_id, text: s.text } : { steer_id: s.steer_id, text: s.text, requeued_from: s.requeued_from },
+      );
     }
   }
 

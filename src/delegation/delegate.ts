@@ -8,7 +8,16 @@ import type { Core, Revival } from './core.ts';
 export type { Revival };
 import type { RunnerKinds } from './runners/kinds.ts';
 import { LiveChild } from './run-child.ts';
-import { StoreUnavailableError, type CompletionEntry, type DelegateOptions, type DelegationHandle, type JournaledChild, type Owner, type Runner, type TaskSpec } from '../types.ts';
+import {
+  StoreUnavailableError,
+  type CompletionEntry,
+  type DelegateOptions,
+  type DelegationHandle,
+  type JournaledChild,
+  type Owner,
+  type Runner,
+  type TaskSpec,
+} from '../types.ts';
 
 function isRunner(v: unknown): v is Runner {
   return typeof v === 'object' && v !== null && 'run' in v && typeof v.run === 'function' && 'model' in v && typeof v.model === 'string';
@@ -48,7 +57,6 @@ export interface ResolvedTask {
   /** How a later process could make the same runner (the journal keeps it for a revival). */
   readonly agent: JournaledChild['agent'];
 }
-
 
 /** A batch is a non-empty array of at most `maxConcurrent` tasks (a worker's delegate() checks the same). */
 export function checkBatch(tasks: unknown, maxConcurrent: number): asserts tasks is readonly unknown[] {

@@ -91,7 +91,11 @@ export function revive(core: Core, scope: Scope | undefined, subagent_id: string
     throw notRevivable(entry ? `it ended ${entry.status} (${entry.exit_reason}), not cut by a restart or a lost worker` : 'it has not ended');
   }
   if (child.agent === 'object') throw notRevivable('its runner was an object of the process that ran it');
-  const task: TaskSpec = { goal: child.goal, ...(child.context !== undefined ? { context: child.context } : {}), ...(child.agent !== 'default' ? { agent: child.agent.spec } : {}) };
+  const task: TaskSpec = {
+    goal: child.goal,
+    ...(child.context !== undefined ? { context: child.context } : {}),
+    ...(child.agent !== 'default' ? { agent: child.agent.spec } : {}),
+  };
   const note = `This run was cut by a server restart (${entry.exit_reason}) and continues from its last checkpoint.${options.text ? ` ${options.text}` : ''}`;
   const handle = core.spawn(null, [task], child.timeout_ms === undefined ? {} : { timeout_ms: child.timeout_ms }, owner, {
     revived_from: child.subagent_id,

@@ -2,19 +2,19 @@
 // table, and the event router that numbers each session's events and sends them to its slot.
 import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../clock.ts';
-import type { Runner } from '../types.ts';
 import { TAIL_WINDOW_BYTES } from '../child/transcript.ts';
-import { ErrorCode, SubrunError } from '../errors.ts';
+
 import { randomIds, type IdMaker } from '../ids.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { MAX_STEER_BYTES } from '../registry/registry.ts';
-import { createRuntime, positiveInt, type Runtime, type RuntimeOptions } from '../delegation/runtime.ts';
+import { createRuntime, type Runtime } from '../delegation/runtime.ts';
 import { SERVER_NAME, VERSION } from '../version.ts';
 import { EVENT_TYPES } from '../contract/wire.ts';
 import type { MethodName } from '../contract/methods.ts';
 import type { ParentFactory, ServerLimits, Services, SessionParent } from './context.ts';
 import { DelegationLedger } from './delegation-ledger.ts';
 import { DEFAULT_REPLAY_LIMITS } from './replay-ring.ts';
+import { boundedInt, DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES, type ServerOptions } from './options.ts';
 import { IdempotencyStore, type Keyed } from './idempotency.ts';
 import { IdleWatch } from './idle-watch.ts';
 import { logLifecycle } from './lifecycle-log.ts';
@@ -27,64 +27,7 @@ import { memoryStore } from '../store/memory.ts';
 import type { Recovered, ServerStore } from '../store/types.ts';
 import { reconcile } from './reconcile.ts';
 
-/** Most elements one batch may have, by default (go-ethereum's rule too), and at most. */
-export const DEFAULT_MAX_BATCH = 1000;
-export const MAX_MAX_BATCH = 100_000;
-/** Default bound of one message's replies: see docs/protocol.md (framing) for why 32 MiB. */
-export const DEFAULT_MAX_REPLY_BYTES = 32 * 1024 * 1024;
-/** The largest bound allowed: with every replaced reply added, still far under V8's string limit. */
-export const MAX_MAX_REPLY_BYTES = 256 * 1024 * 1024;
-
-/** An integer option within [min, max]. */
-function boundedInt(name: string, value: number | undefined, fallback: number, min: number, max: number): number {
-  const v = positiveInt(name, value, fallback, min);
-  if (v > max)
-    throw new SubrunError(ErrorCode.InvalidOptions, `${name} must be at most ${max}, got ${v}`, [{ path: name, message: `expected an integer <= ${max}` }]);
-  return v;
-}
-
-export interface ServerOptions {
-  readonly max_concurrent_children?: number;
-  readonly max_spawn_depth?: number;
-  /** Largest stdio line / WebSocket frame accepted. Default 1 MiB. */
-  readonly max_message_bytes?: number;
-  /** Most elements one batch may have (1 to 100,000). Default 1,000. */
-  readonly max_batch?: number;
-  /** Bytes one message's replies may take (1,024 to 256 MiB). Default 32 MiB. */
-  readonly max_reply_bytes?: number;
-  /** How long a session may stay parked (no transport attached) before it is closed. Default 15 min. */
-  readonly park_ttl_ms?: number;
-  /** Each session's replay ring: events kept (default 1,000) and bytes kept (default 1 MiB). */
-  readonly replay_events?: number;
-  readonly replay_bytes?: number;
-  /**
-   * hermes' authority model: whoever holds the server token owns every session, so a transport may
-   * resume or activate any session without its key and replay any session's events. Default false:
-   * the session key is the authority.
-   */
-  readonly single_user?: boolean;
-  /** Where spawn trees are kept (`spawn_tree.*`); absent: none are kept and those methods say so. */
-  readonly state_dir?: string;
-  /** The working directory hosts are told about (session info `cwd`). Default process.cwd(). */
-  readonly cwd?: string;
-  readonly default_runner?: Runner;
-  /**
-   * Makes each session's parent agent (prompt.submit, session.steer). Absent: sessions have none,
-   * and prompt.submit answers that no model is configured.
-   */
-  readonly parent?: ParentFactory;
-  /** The model name hosts are told about (session info `model`). Default empty. */
-  readonly model?: string;
-  readonly runtime?: Omit<RuntimeOptions, 'max_concurrent_children' | 'max_spawn_depth' | 'clock' | 'ids' | 'logger' | 'default_runner' | 'store'>;
-  /**
-   * Where sessions, children, steers, events and kept answers outlive the process
-   * (`SqliteStore.open(dir)`, docs/durability.md). Default: memory, nothing outlives it.
-   */
-  readonly store?: ServerStore;
-  readonly clock?: Clock;
-  readonly ids?: IdMaker;
-  readonly logger?: Logger;
-}
+export { DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES, type ServerOptions } from './options.ts';
 
 /**
  * Something that takes a session's events as a transport in its slot would (a JSON-RPC

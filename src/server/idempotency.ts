@@ -109,13 +109,7 @@ export class IdempotencyStore {
   /** Sessions whose written answers were read back (or that had none to read). */
   readonly #loaded = new Set<string>();
 
-  constructor(
-    clock: Clock,
-    ttl_ms = IDEMPOTENCY_TTL_MS,
-    max_keys = MAX_KEYS_PER_SESSION,
-    max_bytes = MAX_KEPT_BYTES_PER_SESSION,
-    store?: ServerStore,
-  ) {
+  constructor(clock: Clock, ttl_ms = IDEMPOTENCY_TTL_MS, max_keys = MAX_KEYS_PER_SESSION, max_bytes = MAX_KEPT_BYTES_PER_SESSION, store?: ServerStore) {
     this.#store = store?.durable ? store : undefined;
     this.#clock = clock;
     this.#ttl = ttl_ms;

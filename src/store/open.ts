@@ -30,7 +30,9 @@ export function prepareDir(dir: string): void {
   const st = statSync(dir);
   if (!st.isDirectory()) throw new StoreOpenError(`the state directory ${dir} is not a directory; ${WAY_OUT}`);
   if ((st.mode & 0o022) !== 0) {
-    throw new StoreOpenError(`the state directory ${dir} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); run chmod 700 on it, or ${WAY_OUT}`);
+    throw new StoreOpenError(
+      `the state directory ${dir} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); run chmod 700 on it, or ${WAY_OUT}`,
+    );
   }
 }
 

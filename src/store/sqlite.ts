@@ -251,7 +251,8 @@ export class SqliteStore implements ServerStore {
     const st = this.#st;
     this.#seqs.delete(session_id);
     this.#evicted.delete(session_id);
-    for (const stmt of [st.closedSteers, st.closedChildren, st.closedEvents, st.closedAnswers, st.closedDelegations, st.closedSession]) this.#queue([stmt, session_id]);
+    for (const stmt of [st.closedSteers, st.closedChildren, st.closedEvents, st.closedAnswers, st.closedDelegations, st.closedSession])
+      this.#queue([stmt, session_id]);
   }
 
   turnRunning(session_id: string, running: boolean): void {
@@ -330,10 +331,7 @@ export class SqliteStore implements ServerStore {
     this.#settled();
     const r = this.#st.delegation.get(delegation_id);
     if (!r) return undefined;
-    const entries = this.#st.delegationEntries
-      .pluck()
-      .all(delegation_id)
-      .map(parseEntry);
+    const entries = this.#st.delegationEntries.pluck().all(delegation_id).map(parseEntry);
     return { delegation_id: r.delegation_id, session_id: r.session_id, generation: r.generation, count: r.count, done: r.done === 1, entries };
   }
 
@@ -380,6 +378,20 @@ export class SqliteStore implements ServerStore {
       delegations: count('delegations'),
       answers: count('answers'),
     };
+  }
+
+  /**
+   * The process dies here (a test's model of a kill -9): nothing queued is written, nothing more
+   * ever is, and what waited for a commit is never delivered. Only what was committed remains.
+   */
+  abandon(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#ops = [];
+    this.#waiting = [];
+    this.#db.close();
+    this.#lock?.release();
   }
 
   /** Commits what is queued (best effort) and closes the database and the lock. */

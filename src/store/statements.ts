@@ -160,7 +160,6 @@ export function statements(db: Db): Statements {
   };
 }
 
-
 function agentOf(text: string): JournaledChild['agent'] {
   const parsed: unknown = JSON.parse(text);
   if (parsed === 'default' || parsed === 'object') return parsed;
@@ -201,14 +200,12 @@ export function childFromRow(r: ChildRowData, steers: readonly SteerRowData[]): 
     tail: r.tail,
     checkpoint: parseJson(r.checkpoint),
     revived_to: r.revived_to ?? undefined,
-    steers: steers.map(
-      (s): StoredSteer => ({
-        steer_id: s.steer_id,
-        seq: s.seq,
-        text: s.text,
-        state: steerState(s.state),
-        requeued_from: s.requeued_from ?? undefined,
-      }),
-    ),
+    steers: steers.map((s): StoredSteer => ({
+      steer_id: s.steer_id,
+      seq: s.seq,
+      text: s.text,
+      state: steerState(s.state),
+      requeued_from: s.requeued_from ?? undefined,
+    })),
   };
 }

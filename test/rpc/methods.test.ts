@@ -83,7 +83,7 @@ describe('the method table', () => {
       .filter((m) => m.idempotent)
       .map((m) => m.name)
       .sort();
-    expect(keyed).toEqual(['delegation.spawn', 'session.reset', 'subagent.interrupt', 'subagent.steer']);
+    expect(keyed).toEqual(['delegation.spawn', 'session.reset', 'subagent.interrupt', 'subagent.revive', 'subagent.steer']);
     // Each entry answers to its own name, and the table holds every method the catalog lists.
     expect(Object.entries(TABLE).every(([name, m]) => m.name === name)).toBe(true);
     expect(Object.keys(TABLE).sort()).toEqual([...CATALOG.methods]);
@@ -858,6 +858,8 @@ describe('events', () => {
       skin: {},
       change_events: false,
       heartbeat: true,
+      // A server without a store has nothing to recover.
+      recovered: { sessions: 0, children_settled: 0, steers_missed: 0 },
     });
   });
 

@@ -145,7 +145,11 @@ function committed<T>(keyed: Keyed<T>, services: Services, writes: boolean): Key
   }
   // A promise answer (a steer to a remote worker) is committed as it settles: registered first,
   // this commit runs before any caller's continuation writes the answer out.
-  if (isThenable(keyed.value)) Promise.resolve(keyed.value).then(() => commitQuietly(services), () => commitQuietly(services));
+  if (isThenable(keyed.value))
+    Promise.resolve(keyed.value).then(
+      () => commitQuietly(services),
+      () => commitQuietly(services),
+    );
   return keyed;
 }
 
