@@ -116,9 +116,11 @@ describe('a crash at any commit (the n-th write fails, and every later one)', ()
         const attach = await client.call('session.attach', { session_id, session_key });
         expect(attach.error, `promise 1 at commit ${crashAt}`).toBeUndefined();
         const lastSeen = Math.max(0, ...mine.map((e) => e.seq));
-        const since = await client.result<{ events: WireEvent[]; truncated: boolean }>('session.events.since', { session_id, session_key, last_seen: lastSeen });
-          truncated: boolean;
-        };
+        const since = await client.result<{ events: WireEvent[]; truncated: boolean }>('session.events.since', {
+          session_id,
+          session_key,
+          last_seen: lastSeen,
+        });
         expect(since.truncated).toBe(false);
         const all = [...mine, ...since.events];
         // 4: every seq once, 1..latest, no hole.
