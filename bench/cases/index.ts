@@ -1,6 +1,7 @@
 // The cases, in the order.
 import type { BenchCase } from '../lib/case.ts';
 import { delegationCase } from './delegation.ts';
+import { durabilityCase } from './durability.ts';
 import { fanoutCase } from './fanout.ts';
 import { httpCase } from './http.ts';
 import { registryCase } from './registry.ts';
@@ -26,6 +27,7 @@ export const CASES: readonly BenchCase[] = [
   startupCase,
   httpCase,
   scaleOutCase,
+  durabilityCase,
 ];
 
 export function findCase(name: string): BenchCase | undefined {

@@ -29,6 +29,10 @@ export interface SqliteStoreOptions {
 /** Finished children without a session (a library's) kept at most. */
 const MAX_OWNERLESS_FINISHED = 1000;
 const RETRY_MS = 1000;
+/** A checkpoint runs once no commit came for this long (the store is idle)... */
+const CHECKPOINT_IDLE_MS = 250;
+/** ...or, under load that never pauses, inline after this many commits (the WAL stays bounded). */
+const CHECKPOINT_EVERY_COMMITS = 20_000;
 
 type Op = readonly [Statement, ...unknown[]];
 
@@ -54,6 +58,10 @@ export class SqliteStore implements ServerStore {
   #available = true;
   #ownerlessFinished = 0;
   #closed = false;
+  /** Commits since the last checkpoint, and when the last one was made (ms). */
+  #uncheckpointed = 0;
+  #lastCommit = 0;
+  readonly #checkpointer: NodeJS.Timeout;
   readonly #commit: () => void;
 
   /** Opens `dir/store.db` (made if missing), taking the directory's lock. Throws StoreOpenError. */
@@ -82,6 +90,19 @@ export class SqliteStore implements ServerStore {
       this.#st.setMeta.run('replay_epoch', this.replay_epoch);
     }
     this.#commit = db.transaction(() => this.#apply());
+    this.#checkpointer = setInterval(() => {
+      if (this.#uncheckpointed > 0 && Date.now() - this.#lastCommit >= CHECKPOINT_IDLE_MS) this.#checkpoint();
+    }, CHECKPOINT_IDLE_MS).unref();
+  }
+
+  /** Copies the WAL into the database (fsync under NORMAL): off the path of any reply. */
+  #checkpoint(): void {
+    this.#uncheckpointed = 0;
+    try {
+      this.#db.pragma('wal_checkpoint(PASSIVE)');
+    } catch (err) {
+      this.#logger.warn({ err }, 'checkpoint failed; the WAL keeps everything and the next one retries');
+    }
   }
 
   get available(): boolean {
@@ -147,6 +168,8 @@ export class SqliteStore implements ServerStore {
       this.#seqs.clear();
       this.#evicted.clear();
       this.#progress.clear();
+      this.#lastCommit = Date.now();
+      if (++this.#uncheckpointed >= CHECKPOINT_EVERY_COMMITS) this.#checkpoint();
       if (!this.#available) this.#logger.warn('store available again');
       this.#available = true;
     }
@@ -388,6 +411,7 @@ export class SqliteStore implements ServerStore {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#retry) clearTimeout(this.#retry);
+    clearInterval(this.#checkpointer);
     this.#ops = [];
     this.#waiting = [];
     this.#db.close();
@@ -400,6 +424,7 @@ export class SqliteStore implements ServerStore {
     this.#settled();
     this.#closed = true;
     if (this.#retry) clearTimeout(this.#retry);
+    clearInterval(this.#checkpointer);
     try {
       this.#db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
