@@ -180,13 +180,14 @@ export function subscribe(
   start();
   const snapshot = () => {
     const subagents = server.runtime.scoped.list(server.sessions.scopeOf(session), { include_finished: true });
-    return JSON.stringify({ seq: session.seq, subagents });
+    return JSON.stringify({ seq: session.committed, subagents });
   };
   if (cursor === undefined) {
-    sink.write(frame(session.seq, 'snapshot', snapshot()));
+    sink.write(frame(session.committed, 'snapshot', snapshot()));
   } else {
-    const r = session.replay.since(cursor);
-    if (r.truncated || cursor > r.latest_seq) sink.write(frame(session.seq, 'reset', snapshot()));
+    // A durable server hands out only what is written; the sink gets the rest as it is (hub.ts).
+    const r = session.replay.since(cursor, session.committed);
+    if (r.truncated || cursor > r.latest_seq) sink.write(frame(session.committed, 'reset', snapshot()));
     else for (const e of r.events) sink.write(frame(e.seq, eventType(e.text), e.text));
   }
   return id;

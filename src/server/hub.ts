@@ -43,6 +43,11 @@ interface Peer {
   readonly sink: EventSink;
   /** Set for a sink that lives for one session (an SSE stream): closed with it. */
   readonly session_id: string | undefined;
+  /**
+   * Such a sink's start: the session's written seq when it attached (its replay ends there). An
+   * event numbered before the attach but written after it still reaches it.
+   */
+  readonly from?: number;
 }
 
 export class ServerHub {
@@ -219,7 +224,7 @@ export class ServerHub {
   attachSink(session_id: unknown, session_key: unknown, sink: EventSink): { id: string; session: Session } {
     const id = `sse_${++this.#nextTransient}`;
     const session = this.sessions.rebind(session_id, session_key, id);
-    this.#peers.set(id, { sink, session_id: session.session_id });
+    this.#peers.set(id, { sink, session_id: session.session_id, from: session.committed });
     return { id, session };
   }
 
@@ -345,6 +350,7 @@ export class ServerHub {
     session.replay.push(seq, text);
     const store = this.store;
     if (!store.durable) {
+      session.committed = seq;
       for (const transport of session.slot) this.#peers.get(transport)?.sink.event(seq, type, text);
       return;
     }
@@ -352,9 +358,13 @@ export class ServerHub {
     // commit is done (at the end of this turn, or when a reply flushes first).
     store.eventAppended(session.session_id, seq, text);
     if (type === 'message.start' || type === 'message.complete') store.turnRunning(session.session_id, type === 'message.start');
-    const slot = [...session.slot];
+    const slot = new Set(session.slot);
     store.afterCommit(() => {
-      for (const transport of slot) this.#peers.get(transport)?.sink.event(seq, type, text);
+      session.committed = seq;
+      for (const transport of session.slot) {
+        const p = this.#peers.get(transport);
+        if (p && (slot.has(transport) || (p.from !== undefined && p.from < seq))) p.sink.event(seq, type, text);
+      }
     });
   }
 }

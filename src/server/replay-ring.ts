@@ -109,15 +109,18 @@ export class ReplayRing {
     this.#bytes += bytes;
   }
 
-  /** Every kept event with seq > `after`; `truncated` if some such event was already evicted. */
-  since(after: number): Replay {
+  /**
+   * Every kept event with seq > `after` (and at most `upto`: a durable server hands out only what
+   * is written); `truncated` if some such event was already evicted.
+   */
+  since(after: number, upto = Infinity): Replay {
     if (this.#unloaded !== undefined) this.#load();
     const events: ReplayedEvent[] = [];
     for (let i = 0; i < this.#size; i++) {
       const e = this.#slots[(this.#head + i) % this.#limits.max_events];
-      if (e !== undefined && e.seq > after) events.push(e);
+      if (e !== undefined && e.seq > after && e.seq <= upto) events.push(e);
     }
-    return { events, truncated: this.#evicted > after, latest_seq: this.#latest };
+    return { events, truncated: this.#evicted > after, latest_seq: Math.min(this.#latest, upto) };
   }
 
   #evictOldest(): void {

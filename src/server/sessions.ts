@@ -24,8 +24,13 @@ export interface Session {
   close_on_disconnect: boolean;
   /** Transport ids attached now. */
   readonly slot: Set<string>;
-  /** Events sent so far; the next event gets seq + 1. */
+  /** Events numbered so far; the next event gets seq + 1. */
   seq: number;
+  /**
+   * The newest seq that is written (a durable store commits before it sends): what a replay may
+   * hand out. Equal to `seq` without a store.
+   */
+  committed: number;
   /** Its recent events as sent, for a host that reconnects (kept while parked, gone on close). */
   readonly replay: ReplayRing;
 }
@@ -74,6 +79,7 @@ export class SessionStore {
         generation: row.generation,
         slot: new Set(),
         seq: row.seq,
+        committed: row.seq,
         replay: this.#ring(row.session_id, row.seq),
         keyDigest: row.key_digest,
         parkTimer: undefined,
@@ -126,6 +132,7 @@ export class SessionStore {
       generation: 1,
       slot: new Set([transport]),
       seq: 0,
+      committed: 0,
       replay: this.#ring(session_id, 0),
       keyDigest: digest(session_key),
       parkTimer: undefined,

@@ -138,7 +138,16 @@ export function openDatabase(path: string, fsync: FsyncMode): Db {
     // memory, so a commit costs one write of the WAL and no shared-memory file exists.
     db.pragma('locking_mode = EXCLUSIVE');
     const health = db.pragma('quick_check', { simple: true });
-    if (health !== 'ok') throw new StoreOpenError(`the database ${path} is corrupt (${String(health)}); it was left as it is: move it aside, or ${WAY_OUT}`);
+    if (health !== 'ok') {
+      // quick_check's first row may itself hold many lines: one line for a person, its first problem.
+      const problems = String(health)
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '' && !l.startsWith('***'));
+      const first = problems[0] ?? 'quick_check failed';
+      const more = problems.length > 1 ? ` and ${problems.length - 1} more` : '';
+      throw new StoreOpenError(`the database ${path} is corrupt (${first}${more}); it was left as it is: move it aside, or ${WAY_OUT}`);
+    }
     const version = Number(db.pragma('user_version', { simple: true }));
     if (version > SCHEMA_VERSION) {
       throw new StoreOpenError(

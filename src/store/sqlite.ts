@@ -1,17 +1,12 @@
-// The durable store: one SQLite database per state directory (docs/durability.md).
-//
-// Group commit: a write only queues its statement; everything queued is committed in one
-// transaction at the end of the event loop turn (setImmediate), or earlier when a caller must
-// answer (flush: a method's reply, a steer handed to a model request). What must not go out before
-// it is persisted (an event to a transport) waits in afterCommit and runs once its commit is done,
-// in the order it was queued. A failed commit rolls back, keeps everything queued, marks the store
-// unavailable (writes answer -32002) and is retried every second until it succeeds.
+// The durable store: one SQLite database per state directory (docs/durability.md). Each fact the
+// server or runtime writes becomes a queued statement here; when it is committed, and what waits
+// for that, is commit.ts (group commit).
 import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Statement } from 'better-sqlite3';
 import { silentLogger, type Logger } from '../log.ts';
-import { StoreUnavailableError, type CompletionEntry, type JournaledChild, type Steer } from '../types.ts';
+import type { CompletionEntry, JournaledChild, Steer } from '../types.ts';
+import { GroupCommit, type Op } from './commit.ts';
 import { DirLock, openDatabase, prepareDir, type Db, type FsyncMode } from './open.ts';
 import { SCHEMA_VERSION } from './schema.ts';
 import { childFromRow, parseEntry, statements, type ChildRowData, type Statements } from './statements.ts';
@@ -28,13 +23,6 @@ export interface SqliteStoreOptions {
 
 /** Finished children without a session (a library's) kept at most. */
 const MAX_OWNERLESS_FINISHED = 1000;
-const RETRY_MS = 1000;
-/** A checkpoint runs once no commit came for this long (the store is idle)... */
-const CHECKPOINT_IDLE_MS = 250;
-/** ...or, under load that never pauses, inline after this many commits (the WAL stays bounded). */
-const CHECKPOINT_EVERY_COMMITS = 20_000;
-
-type Op = readonly [Statement, ...unknown[]];
 
 export class SqliteStore implements ServerStore {
   readonly durable = true;
@@ -44,25 +32,12 @@ export class SqliteStore implements ServerStore {
   readonly #st: Statements;
   readonly #lock: DirLock | undefined;
   readonly #logger: Logger;
-  readonly #beforeCommit: (() => void) | undefined;
-  #ops: Op[] = [];
-  /** Coalesced per flush: a session's latest seq, its ring's eviction mark, a child's progress. */
-  #seqs = new Map<string, number>();
-  #evicted = new Map<string, number>();
-  #progress = new Map<string, { tail: string; checkpoint: string | null }>();
-  #waiting: Array<() => void> = [];
-  #ready: Array<() => void> = [];
-  #draining = false;
-  #scheduled = false;
-  #retry: NodeJS.Timeout | undefined;
-  #available = true;
+  /** Coalesced per commit: a session's latest seq, its ring's eviction mark, a child's progress. */
+  readonly #seqs = new Map<string, number>();
+  readonly #evicted = new Map<string, number>();
+  readonly #progress = new Map<string, { tail: string; checkpoint: string | null }>();
   #ownerlessFinished = 0;
-  #closed = false;
-  /** Commits since the last checkpoint, and when the last one was made (ms). */
-  #uncheckpointed = 0;
-  #lastCommit = 0;
-  readonly #checkpointer: NodeJS.Timeout;
-  readonly #commit: () => void;
+  readonly #group: GroupCommit;
 
   /** Opens `dir/store.db` (made if missing), taking the directory's lock. Throws StoreOpenError. */
   static open(dir: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -81,7 +56,6 @@ export class SqliteStore implements ServerStore {
     this.#db = db;
     this.#lock = lock;
     this.#logger = options.logger ?? silentLogger;
-    this.#beforeCommit = options.beforeCommit;
     this.#st = statements(db);
     const epoch = this.#st.getMeta.pluck().get('replay_epoch');
     if (typeof epoch === 'string') this.replay_epoch = epoch;
@@ -89,24 +63,22 @@ export class SqliteStore implements ServerStore {
       this.replay_epoch = `ep_${randomBytes(9).toString('base64url')}`;
       this.#st.setMeta.run('replay_epoch', this.replay_epoch);
     }
-    this.#commit = db.transaction(() => this.#apply());
-    this.#checkpointer = setInterval(() => {
-      if (this.#uncheckpointed > 0 && Date.now() - this.#lastCommit >= CHECKPOINT_IDLE_MS) this.#checkpoint();
-    }, CHECKPOINT_IDLE_MS).unref();
-  }
-
-  /** Copies the WAL into the database (fsync under NORMAL): off the path of any reply. */
-  #checkpoint(): void {
-    this.#uncheckpointed = 0;
-    try {
-      this.#db.pragma('wal_checkpoint(PASSIVE)');
-    } catch (err) {
-      this.#logger.warn({ err }, 'checkpoint failed; the WAL keeps everything and the next one retries');
-    }
+    this.#group = new GroupCommit(db, this.#logger, {
+      pending: () => this.#seqs.size > 0 || this.#evicted.size > 0 || this.#progress.size > 0,
+      apply: () => {
+        this.#applyCoalesced();
+        options.beforeCommit?.();
+      },
+      clear: () => {
+        this.#seqs.clear();
+        this.#evicted.clear();
+        this.#progress.clear();
+      },
+    });
   }
 
   get available(): boolean {
-    return this.#available;
+    return this.#group.available;
   }
 
   /** Names the listener in the directory's lock (the line a second server prints). */
@@ -114,97 +86,28 @@ export class SqliteStore implements ServerStore {
     this.#lock?.announce(listener);
   }
 
-  // ---- the queue ----
-
-  #queue(op: Op): void {
-    this.#ops.push(op);
-    this.#schedule();
-  }
-
-  #schedule(): void {
-    if (this.#scheduled || this.#closed) return;
-    this.#scheduled = true;
-    setImmediate(() => {
-      this.#scheduled = false;
-      try {
-        this.flush();
-      } catch {
-        // logged by flush; retried on its timer
-      }
-    });
-  }
-
-  get #pending(): boolean {
-    return this.#ops.length > 0 || this.#seqs.size > 0 || this.#evicted.size > 0 || this.#progress.size > 0;
-  }
-
   afterCommit(deliver: () => void): void {
-    if (this.#pending || this.#waiting.length > 0) {
-      this.#waiting.push(deliver);
-      this.#schedule();
-    } else if (this.#draining) this.#ready.push(deliver);
-    else deliver();
+    this.#group.afterCommit(deliver);
   }
 
   flush(): void {
-    if (this.#closed) return;
-    if (this.#pending) {
-      try {
-        this.#commit();
-      } catch (err) {
-        if (this.#available) this.#logger.error({ err }, 'store unavailable: writes are refused until it can write again');
-        this.#available = false;
-        this.#retry ??= setTimeout(() => {
-          this.#retry = undefined;
-          try {
-            this.flush();
-          } catch {
-            // still unavailable: the next attempt is scheduled
-          }
-        }, RETRY_MS).unref();
-        throw new StoreUnavailableError('store unavailable');
-      }
-      this.#ops = [];
-      this.#seqs.clear();
-      this.#evicted.clear();
-      this.#progress.clear();
-      this.#lastCommit = Date.now();
-      if (++this.#uncheckpointed >= CHECKPOINT_EVERY_COMMITS) this.#checkpoint();
-      if (!this.#available) this.#logger.warn('store available again');
-      this.#available = true;
-    }
-    if (this.#waiting.length > 0) {
-      this.#ready.push(...this.#waiting);
-      this.#waiting = [];
-    }
-    this.#drain();
+    this.#group.flush();
   }
 
-  #apply(): void {
+  #queue(op: Op): void {
+    this.#group.queue(op);
+  }
+
+  #schedule(): void {
+    this.#group.schedule();
+  }
+
+  /** The coalesced writes, last in each commit (the group's ops run first). */
+  #applyCoalesced(): void {
     const st = this.#st;
-    for (const [stmt, ...args] of this.#ops) stmt.run(...args);
     for (const [id, seq] of this.#seqs) st.sessionSeq.run(seq, id);
     for (const [id, seq] of this.#evicted) st.evictEvents.run(id, seq);
     for (const [id, p] of this.#progress) st.childProgress.run(p.tail, p.checkpoint, id);
-    this.#beforeCommit?.();
-  }
-
-  /** Runs what waited for a commit, in order; one queued meanwhile waits for its own commit. */
-  #drain(): void {
-    if (this.#draining) return;
-    this.#draining = true;
-    try {
-      for (let i = 0; i < this.#ready.length; i++) {
-        try {
-          this.#ready[i]?.();
-        } catch (err) {
-          this.#logger.error({ err }, 'after-commit delivery threw');
-        }
-      }
-      this.#ready = [];
-    } finally {
-      this.#draining = false;
-    }
   }
 
   // ---- the children (ChildJournal) ----
@@ -408,23 +311,17 @@ export class SqliteStore implements ServerStore {
    * ever is, and what waited for a commit is never delivered. Only what was committed remains.
    */
   abandon(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    if (this.#retry) clearTimeout(this.#retry);
-    clearInterval(this.#checkpointer);
-    this.#ops = [];
-    this.#waiting = [];
+    if (this.#group.closed) return;
+    this.#group.close();
     this.#db.close();
     this.#lock?.release();
   }
 
   /** Commits what is queued (best effort) and closes the database and the lock. */
   close(): void {
-    if (this.#closed) return;
+    if (this.#group.closed) return;
     this.#settled();
-    this.#closed = true;
-    if (this.#retry) clearTimeout(this.#retry);
-    clearInterval(this.#checkpointer);
+    this.#group.close();
     try {
       this.#db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {

@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { SCHEMA_VERSION } from '../../src/store/schema.ts';
-import { call, killAll, runSubrun, spawnSubrun, startStdio, startWsServer, WAIT_MS, type WsServer } from '../helpers/process.ts';
+import { call, killAll, runSubrun, spawnSubrun, startStdio, WAIT_MS, type WsServer } from '../helpers/process.ts';
 import { connectWs, type WsEndpoint } from '../helpers/rpc-client.ts';
 
 const dirs: string[] = [];
@@ -57,6 +57,17 @@ function closedStore(dir: string): string {
   const db = join(dir, 'store.db');
   expect(existsSync(`${db}-wal`), 'close() leaves no WAL behind').toBe(false);
   return db;
+}
+
+/** `serve --ws` on a port of its own; fails at once, with its stderr, if it exits instead of listening. */
+async function startWsServer(args: readonly string[], opts: { env?: Record<string, string> } = {}): Promise<WsServer> {
+  const token = 'test-token';
+  const proc = spawnSubrun(['serve', '--ws', '--port', '0', '--token', token, ...args], opts.env);
+  const listening = proc.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the listening line');
+  const first = await Promise.race([listening, proc.exited.then((exit) => exit)]);
+  if (typeof first !== 'string') throw new Error(`serve exited before listening (${JSON.stringify(first)}): ${proc.stderr.all.join('\n')}`);
+  const url = first.slice('subrun listening on '.length).trim();
+  return { proc, url, port: Number(new URL(url).port), token };
 }
 
 async function client(server: WsServer): Promise<WsEndpoint> {

@@ -48,6 +48,15 @@ const rebind =
     return { ...sessionView(server, s), live_subagents, open_requests: [] };
   };
 
+/** Commits what is queued, so that a read sees every event sent so far; a failing store leaves it at what is written. */
+function commitFirst(server: Services): void {
+  try {
+    server.store.flush();
+  } catch {
+    // unavailable: the read stops at the last written seq
+  }
+}
+
 export const sessionMethods = {
   'session.create': defineMethod(
     'session.create',
@@ -113,7 +122,9 @@ export const sessionMethods = {
   // before it re-attaches); it attaches nothing.
   'session.events.since': defineMethod('session.events.since', (p, server, transport) => {
     const s = server.sessions.authorizeRead(p.session_id, p.session_key, transport);
-    const r = s.replay.since(p.last_seen ?? 0);
+    // What is sent is written first; a replay hands out no more than that (docs/durability.md).
+    commitFirst(server);
+    const r = s.replay.since(p.last_seen ?? 0, s.committed);
     const events = r.events.map((e) => e.text).join(',');
     return new JsonText(
       `{"events":[${events}],"latest_seq":${r.latest_seq},"truncated":${r.truncated},"count":${r.events.length},"epoch":${JSON.stringify(server.replay_epoch)},"open_requests":[]}`,
