@@ -4,7 +4,7 @@
 // project first (dist/ must be built: `npm run bench` builds it); the two sides of each pair run
 // interleaved, one after the other, and the figures are medians.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
@@ -50,7 +50,12 @@ export const startupCase: BenchCase = {
         execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8' }),
       ) as Array<{ filename: string }>;
       writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'startup-bench', private: true, type: 'module' }));
-      execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(dir, packed[0]?.filename ?? '')], { cwd: dir, stdio: 'ignore' });
+      // better-sqlite3's native build (minutes from source) is this checkout's, for the same version and Node.
+      execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', join(dir, packed[0]?.filename ?? '')], {
+        cwd: dir,
+        stdio: 'ignore',
+      });
+      cpSync(join(root, 'node_modules', 'better-sqlite3', 'build'), join(dir, 'node_modules', 'better-sqlite3', 'build'), { recursive: true });
       const bin = join(dir, 'node_modules', 'subrun', 'bin', 'subrun.js');
       opts.log(`startup: installed into a scratch project; ${rounds} interleaved rounds`);
 
@@ -62,7 +67,12 @@ export const startupCase: BenchCase = {
       for (let i = -1; i < rounds; i++) {
         const h = await timeStart([bin, '--help'], dir);
         const n = await timeStart(['-e', '0'], dir);
-        const s = await timeStart([bin, 'serve', '--ws', '--port', '0', '--token', 'startup-bench-token'], dir, /listening on ws:/);
+        // Durable, as by default, in the scratch project: a bench never writes to the user's state directory.
+        const s = await timeStart(
+          [bin, 'serve', '--ws', '--port', '0', '--token', 'startup-bench-token', '--state-dir', join(dir, 'state')],
+          dir,
+          /listening on ws:/,
+        );
         const b = await timeStart(['-e', BARE_HTTP], dir, /listening/);
         if (i < 0) continue;
         help.push(h);
