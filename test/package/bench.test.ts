@@ -106,6 +106,7 @@ describe('bench suite plumbing (tiny sizes, figures not looked at)', () => {
         startup: 'startup.',
         http: 'http.',
         'scale-out': 'remote.',
+        durability: 'durability.',
       }[c.name];
       expect(prefix, `case ${c.name} has a row prefix`).toBeDefined();
       expect(
