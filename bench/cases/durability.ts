@@ -31,7 +31,21 @@ const SIZES = {
   tiny: { steers: 20, say_children: 1, says: 10, batches: 2, restart_sessions: 10, restart_children: 20, churn: 20 },
 } satisfies Record<string, Sizes>;
 
-const QUEUE_FLAGS = ['--max-queued-steers', '100000', '--max-queued-steer-bytes', '1073741824', '--max-concurrent-children', '16'];
+// --max-outbound-bytes: the talkers' bursts outrun one turn's 8 MiB bound on both servers alike
+// (the bound is judged inside one synchronous turn: issue 21 makes it "stopped reading" over time);
+// --max-message-bytes: a spawn of 8 talkers of 2,000 lines each is a 1 MiB frame.
+const QUEUE_FLAGS = [
+  '--max-queued-steers',
+  '100000',
+  '--max-queued-steer-bytes',
+  '1073741824',
+  '--max-concurrent-children',
+  '16',
+  '--max-outbound-bytes',
+  '268435456',
+  '--max-message-bytes',
+  '16777216',
+];
 
 async function steerP50(client: RpcClient, n: number): Promise<number> {
   const { session_id, ids } = await sessionWithChildren(client, 16);
