@@ -3,7 +3,7 @@
 // or over a real WebSocket on 127.0.0.1, and kill whatever was spawned on teardown.
 // Every wait is event-driven (a line, a message, an exit) and bounded by a timeout.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -23,6 +23,11 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   // Each process its own default state directory: a `serve --ws` keeps its state by default, and
   // two servers on one directory refuse each other (docs/durability.md).
   return { ...env, XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'subrun-state-')), ...extra };
+}
+
+/** The state home cleanEnv made for a process (not one the caller gave), removed once it exits. */
+function madeStateHome(env: NodeJS.ProcessEnv, extra: Record<string, string>): string | undefined {
+  return extra.XDG_STATE_HOME === undefined ? env.XDG_STATE_HOME : undefined;
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -148,7 +153,9 @@ const live = new Set<Proc>();
 
 /** Spawns `node bin/subrun.js ...args` with a clean environment (plus `env`). */
 export function spawnSubrun(args: readonly string[], env: Record<string, string> = {}): Proc {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cleanEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
+  const childEnv = cleanEnv(env);
+  const stateHome = madeStateHome(childEnv, env);
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] });
   const name = `subrun ${args.join(' ')}`.slice(0, 80);
   const stdout = lineInbox(child.stdout, `stdout of ${name}`);
   const stderr = lineInbox(child.stderr, `stderr of ${name}`);
@@ -168,7 +175,10 @@ export function spawnSubrun(args: readonly string[], env: Record<string, string>
     },
   };
   live.add(proc);
-  void exited.then(() => live.delete(proc));
+  void exited.then(() => {
+    live.delete(proc);
+    if (stateHome !== undefined) rmSync(stateHome, { recursive: true, force: true });
+  });
   return proc;
 }
 
