@@ -7,7 +7,8 @@
 // - sessions: one row per open session; its key only as a SHA-256 digest; seq = its latest event.
 // - events: each session's replay ring as sent (the envelope text), pruned with the ring.
 // - children: every child from spawn to entry; its tail and runner checkpoint; revived_to once revived.
-// - steers: the steers of children not yet finished (a finished child's are in its entry).
+// - steers: the steers of children not yet finished (a finished child's are in its entry), one
+//   B-tree keyed by child: a steer's commit writes as few pages as it can (docs/benchmarks.md).
 // - delegations: what delegation.result answers (the entries are the children's).
 // - answers: idempotency keys and the first answer each got.
 
@@ -60,15 +61,15 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX children_session ON children (session_id);
   CREATE INDEX children_unfinished ON children (depth) WHERE entry IS NULL;
   CREATE TABLE steers (
-    steer_id TEXT PRIMARY KEY,
     subagent_id TEXT NOT NULL,
+    steer_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
     text TEXT NOT NULL,
     state TEXT NOT NULL,
     accepted_at REAL NOT NULL,
-    requeued_from TEXT
+    requeued_from TEXT,
+    PRIMARY KEY (subagent_id, steer_id)
   ) WITHOUT ROWID;
-  CREATE INDEX steers_child ON steers (subagent_id);
   CREATE TABLE delegations (
     delegation_id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,

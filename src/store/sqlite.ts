@@ -155,16 +155,16 @@ export class SqliteStore implements ServerStore {
     this.#queue([this.#st.steerAccepted, steer.steer_id, subagent_id, steer.seq, steer.text, 'queued', at, steer.requeued_from ?? null]);
   }
 
-  steerWithdrawn(_subagent_id: string, steer_id: string): void {
-    this.#queue([this.#st.steerDropped, steer_id]);
+  steerWithdrawn(subagent_id: string, steer_id: string): void {
+    this.#queue([this.#st.steerDropped, subagent_id, steer_id]);
   }
 
-  steersTaken(_subagent_id: string, steer_ids: readonly string[]): void {
-    for (const id of steer_ids) this.#queue([this.#st.steerState, 'taken', id]);
+  steersTaken(subagent_id: string, steer_ids: readonly string[]): void {
+    for (const id of steer_ids) this.#queue([this.#st.steerState, 'taken', subagent_id, id]);
   }
 
-  steersDelivered(_subagent_id: string, steer_ids: readonly string[]): void {
-    for (const id of steer_ids) this.#queue([this.#st.steerState, 'delivered', id]);
+  steersDelivered(subagent_id: string, steer_ids: readonly string[]): void {
+    for (const id of steer_ids) this.#queue([this.#st.steerState, 'delivered', subagent_id, id]);
   }
 
   // ---- sessions, events, answers, delegations ----
