@@ -35,11 +35,14 @@ export class SubrunError extends Error {
   override readonly name = 'SubrunError';
   readonly code: ErrorCode;
   readonly issues: readonly Issue[];
+  /** Facts beside the message a surface may pass on (e.g. `revived_as` of `already_revived`). */
+  readonly detail: Readonly<Record<string, string>> | undefined;
 
-  constructor(code: ErrorCode, message: string, issues: readonly Issue[] = []) {
+  constructor(code: ErrorCode, message: string, issues: readonly Issue[] = [], detail?: Readonly<Record<string, string>>) {
     super(message);
     this.code = code;
     this.issues = issues;
+    this.detail = detail;
   }
 }
 

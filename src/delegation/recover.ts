@@ -85,7 +85,9 @@ export function revive(core: Core, scope: Scope | undefined, subagent_id: string
   const child = journal.child(subagent_id);
   const o = child?.owner;
   if (!child || (scope && (o?.session_id !== scope.session_id || o.generation !== scope.generation))) throw notRevivable(`no subagent ${subagent_id} here`);
-  if (child.revived_to !== undefined) throw new SubrunError(ErrorCode.AlreadyRevived, `already revived as ${child.revived_to}`);
+  if (child.revived_to !== undefined) {
+    throw new SubrunError(ErrorCode.AlreadyRevived, `already revived as ${child.revived_to}`, [], { revived_as: child.revived_to });
+  }
   const entry = child.entry;
   if (entry?.status !== 'error' || !REVIVABLE_REASONS.has(entry.exit_reason)) {
     throw notRevivable(entry ? `it ended ${entry.status} (${entry.exit_reason}), not cut by a restart or a lost worker` : 'it has not ended');

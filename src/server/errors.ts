@@ -133,7 +133,7 @@ export function toRpcError(err: unknown, log?: (err: unknown) => void): RpcError
       case ErrorCode.NotRevivable:
         return new RpcError(RpcCode.NotRevivable, err.message);
       case ErrorCode.AlreadyRevived:
-        return new RpcError(RpcCode.AlreadyRevived, 'already revived', { revived_as: err.message.replace(/^already revived as /, '') });
+        return new RpcError(RpcCode.AlreadyRevived, 'already revived', err.detail);
       case ErrorCode.StoreUnavailable:
         return new RpcError(RpcCode.StoreUnavailable, 'store unavailable');
       default:
