@@ -329,8 +329,8 @@ export interface RestoredRun {
   readonly note: string;
 }
 
-/** A child as the journal keeps it: enough to settle it after a restart and to revive it. */
-export interface JournaledChild {
+/** Who a child is: its ids, its place in the tree and its task. */
+export interface ChildIdentity {
   readonly subagent_id: string;
   readonly parent_id: string | null;
   readonly depth: number;
@@ -338,6 +338,10 @@ export interface JournaledChild {
   readonly task_index: number;
   readonly task_count: number;
   readonly goal: string;
+}
+
+/** A child as the journal keeps it: enough to settle it after a restart and to revive it. */
+export interface JournaledChild extends ChildIdentity {
   readonly context: string | undefined;
   /**
    * How to run it again: the task's JSON agent spec, `default` for the runtime's default runner,

@@ -1,18 +1,10 @@
 // What a child record is made from: its identity and birth facts, and the hooks the runtime gives it.
-import type { JournaledChild, Owner, RestoredRun, Runner, Steer } from '../types.ts';
+import type { ChildIdentity, JournaledChild, Owner, RestoredRun, Runner, Steer } from '../types.ts';
+
+export type { ChildIdentity };
 
 /** Why a child's signal was aborted. */
 export type StopReason = 'interrupt' | 'timeout';
-
-export interface ChildIdentity {
-  readonly subagent_id: string;
-  readonly parent_id: string | null;
-  readonly depth: number;
-  readonly delegation_id: string;
-  readonly task_index: number;
-  readonly task_count: number;
-  readonly goal: string;
-}
 
 /** The runtime's side of one child (run-child.ts), given to its record at construction. */
 export interface ChildLifecycle {
