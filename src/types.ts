@@ -220,6 +220,13 @@ export interface RunnerContext {
   /** Resolves when a steer is queued (at once if one is), or when `signal` or `cancel` aborts. */
   steerArrived(cancel?: AbortSignal): Promise<void>;
   /**
+   * Awaited right before a delivery point (`deliverSteers` / `takeSteers`). In-process it resolves
+   * at once. On a worker it obtains the control plane's taken receipt for the steers fetched by
+   * then, without which no steer may be delivered; a runner that skips it still delivers them,
+   * one delivery point later (docs/scale-out.md, "Exact accounting").
+   */
+  prepareDelivery(): Promise<void>;
+  /**
    * Delegates further. Throws a SubrunError (`depth_exceeded`, `spawn_paused`, ...) when this
    * child may not spawn; the grandchildren inherit this child's owner.
    */
@@ -231,9 +238,15 @@ export interface RunnerContext {
 /**
  * Where an accepted steer stands once its runner's commit settles (Runner.committed): `stored` (in
  * the mailbox), `refused` (surely never stored: withdrawn, no trace) or `unknown` (it may yet
- * arrive: the host hears an error, and the steer stays in the ledger, ending delivered or missed).
+ * arrive: the steer stays in the ledger, ending delivered or missed).
  */
 export type SteerCommit = 'stored' | 'refused' | 'unknown';
+
+/**
+ * What the host is told of a steer once its commit settles: `queued`, `uncertain` (queued, its
+ * publish outcome unknown; accounted like any queued steer) or `refused` (an error: no effect).
+ */
+export type SteerFate = 'queued' | 'uncertain' | 'refused';
 
 /**
  * A runner runs one child. The contract:

@@ -18,6 +18,8 @@ export interface LoopEffects {
   onReasoning(delta: string): void;
   /** A tool call starts (`call_id`: the model's id for the call); the returned function ends it. */
   onToolStart(name: string, args: unknown, call_id: string): (output: string, ok: boolean) => void;
+  /** Awaited before each delivery point when given (a child on a worker gets its receipts). */
+  prepareSteers?(): Promise<void>;
   takeSteers(): Steer[];
   confirmSteers(steers: readonly Steer[]): void;
   /** Messages that arrived in the background (children's completions), taken before each call. */
@@ -83,6 +85,7 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
     }
     for (const m of fx.backgroundMessages?.() ?? []) messages.push({ role: 'user', content: m });
     // Delivery point: before the model call, after the last tool result.
+    if (fx.prepareSteers) await fx.prepareSteers();
     for (const s of fx.takeSteers()) {
       pending.push(s);
       messages.push({ role: 'user', content: steerMessage(s.text) });

@@ -57,6 +57,7 @@ export function openaiRunner(config: OpenAIRunnerConfig): Runner {
             const call = ctx.startTool(name, args);
             return (output, ok) => call.finish(output, ok);
           },
+          prepareSteers: () => ctx.prepareDelivery(),
           takeSteers: () => ctx.takeSteers(),
           confirmSteers: (steers) => ctx.confirmDelivered(steers),
           backgroundMessages: () => inbox.drain(),

@@ -80,6 +80,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
     single_user: v['single-user'] === true,
     state_dir,
     ...(store ? { store } : {}),
+    // A remote child's spawn uses the ids its worker already answered with (delegate() returns
+    // them synchronously there); the runtime makes every other id as usual.
+    ...(remote ? { ids: remote.ids } : {}),
     cwd: resolvePath(v.workspace ?? '.'),
     runtime: {
       interrupt_grace_ms: v['interrupt-grace-ms'],

@@ -66,7 +66,9 @@ export const tailResultSchema = z.strictObject({
 });
 
 export const steerResultSchema = z.union([
-  z.strictObject({ status: z.literal('queued'), subagent_id: id, text: z.string(), steer_id: id }),
+  // uncertain: the steer's mailbox publish outcome is unknown (an outage); it is still accounted,
+  // delivered or missed, like any queued steer (docs/scale-out.md, "Exact accounting").
+  z.strictObject({ status: z.literal('queued'), subagent_id: id, text: z.string(), steer_id: id, uncertain: z.literal(true).optional() }),
   z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string() }),
 ]);
 

@@ -270,7 +270,14 @@ export const resultSchemas = {
   'subagent.list': z.strictObject({ subagents: z.array(snapshotSchema), delegations: z.array(z.never()) }),
   'subagent.tail': tailResultSchema,
   'subagent.steer': z.union([
-    z.strictObject({ status: z.literal('queued'), subagent_id: id, text: z.string(), steer_id: id, idempotent_replay: replayFlag }),
+    z.strictObject({
+      status: z.literal('queued'),
+      subagent_id: id,
+      text: z.string(),
+      steer_id: id,
+      uncertain: z.literal(true).optional(),
+      idempotent_replay: replayFlag,
+    }),
     z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), idempotent_replay: replayFlag }),
   ]),
   'subagent.interrupt': interruptResultSchema.extend({ idempotent_replay: replayFlag }),

@@ -11,6 +11,8 @@ import type { DelegateOptions, DelegationHandle, RestoredRun, RunnerContext, Ste
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
+const READY: Promise<void> = Promise.resolve();
+
 export class ChildContext implements RunnerContext {
   readonly #core: Core;
   readonly #record: ChildRecord;
@@ -169,6 +171,11 @@ export class ChildContext implements RunnerContext {
   confirmDelivered(steers: readonly Steer[]): void {
     if (!this.#open) return;
     this.#markDelivered(this.#record.confirmDelivered(steers));
+  }
+
+  /** In-process the inbox is the mailbox: every queued steer is ready for the delivery point. */
+  prepareDelivery(): Promise<void> {
+    return READY;
   }
 
   steerArrived(cancel?: AbortSignal): Promise<void> {

@@ -6,7 +6,7 @@ import type { Checkpoint, Core, Limits, OwnedEventListener } from './core.ts';
 import { spawn } from './delegate.ts';
 import { builtinRunnerKinds, type RunnerKinds } from './runners/kinds.ts';
 import { scripted } from './runners/scripted.ts';
-import type { ChildJournal, DelegationHandle, Owner, Runner, Scope, TaskSpec } from '../types.ts';
+import type { ChildJournal, DelegationHandle, Owner, Runner, Scope, SteerFate, TaskSpec } from '../types.ts';
 import { revive, settleLost, type Revived, type ReviveOptions, type SettledChild } from './recover.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds, type IdMaker } from '../ids.ts';
@@ -84,10 +84,11 @@ export interface Runtime {
   /**
    * For a steer `steer` answered `queued`: the promise that it reached the child's mailbox, when
    * the child's runner keeps one elsewhere (a remote worker); undefined otherwise (in-process, the
-   * inbox is the mailbox). Resolves true when the steer is accounted for (it will be delivered or
-   * missed); false when it never reached the mailbox and was taken back, leaving no trace.
+   * inbox is the mailbox). Resolves `queued` when the steer is in the mailbox, `uncertain` when its
+   * outcome is unknown (it is accounted all the same: delivered or missed), `refused` when it never
+   * reached the mailbox and was taken back, leaving no trace.
    */
-  steerCommitted(subagent_id: string, steer_id: string): Promise<boolean> | undefined;
+  steerCommitted(subagent_id: string, steer_id: string): Promise<SteerFate> | undefined;
   /**
    * Stops the child and its whole subtree; `interrupted` lists the target, then the descendants it
    * reached. `found: false` if unknown, finished, finishing or already stopped.
@@ -264,13 +265,14 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       if (!record || !pending) return undefined;
       // Refused: withdrawn if still queued here (no trace); if it was taken or sealed meanwhile it
       // is in the ledger already and ends delivered or missed, so it stays accepted. An unknown
-      // outcome is kept: the host hears the error, and the steer still ends delivered or missed.
-      const refused = () => {
+      // outcome is kept and said so: the host hears `queued` with `uncertain`, and the steer ends
+      // delivered or missed like any other (an error would have to mean "no effect").
+      const refused = (): SteerFate => {
         const withdrawn = record.withdrawSteer(steer_id);
         if (withdrawn) journal?.steerWithdrawn(id, steer_id);
-        return !withdrawn;
+        return withdrawn ? 'refused' : 'queued';
       };
-      return pending.then((commit) => (commit === 'refused' ? refused() : commit === 'stored'), refused);
+      return pending.then((commit) => (commit === 'refused' ? refused() : commit === 'stored' ? 'queued' : 'uncertain'), refused);
     },
     interrupt: (id) => registry.interrupt(id),
     scoped: {

@@ -26,6 +26,8 @@ export const subjects = {
   events: (child: string) => `sr.ev.${child}`,
   /** Worker -> control plane request: a child spawns. */
   spawn: (child: string) => `sr.cp.${child}.spawn`,
+  /** Worker -> control plane request: the taken receipt for steers about to reach a delivery point. */
+  taken: (child: string) => `sr.cp.${child}.taken`,
   /** Control plane -> worker: a child's delegation finished (its entries). */
   inbound: (child: string) => `sr.in.${child}`,
 } as const;
@@ -97,6 +99,23 @@ export interface SpawnRequest {
 }
 
 export type SpawnReply = { readonly ok: true } | { readonly ok: false; readonly error: string };
+
+/**
+ * A worker asks for the taken receipt of the steers it fetched, right before a delivery point: no
+ * steer reaches a model request without one (docs/scale-out.md, "Exact accounting").
+ */
+export interface TakenRequest {
+  readonly epoch: number;
+  readonly worker: string;
+  readonly steer_ids: readonly string[];
+}
+
+/**
+ * The receipt: every steer granted, in acceptance order. It holds each undelivered steer accepted
+ * up to the latest one asked for, also those the worker has not fetched yet (FIFO: no steer is
+ * delivered while an earlier one waits), with their text.
+ */
+export type TakenReply = { readonly ok: true; readonly steers: readonly Steer[] } | { readonly ok: false; readonly error: string };
 
 export interface ControlRequest {
   readonly op: 'interrupt';
@@ -170,6 +189,11 @@ export const spawnRequestSchema = z.object({
   timeout_ms: z.number().int().positive().optional(),
 });
 export const spawnReplySchema = z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), error: z.string() })]);
+export const takenRequestSchema = z.object({ ...from, steer_ids: z.array(id).min(1).max(10_000) });
+export const takenReplySchema = z.union([
+  z.object({ ok: z.literal(true), steers: z.array(steerSchema).max(10_000) }),
+  z.object({ ok: z.literal(false), error: z.string() }),
+]);
 export const inboundSchema = z.object({ type: z.literal('results'), delegation_id: id, entries: z.array(completionEntrySchema) });
 
 // The schemas agree with the protocol's types (a drift is a compile error here).
@@ -185,8 +209,10 @@ const _agree: [
   Agrees<typeof workerEventSchema, WorkerEvent>,
   Agrees<typeof spawnRequestSchema, SpawnRequest>,
   Agrees<typeof spawnReplySchema, SpawnReply>,
+  Agrees<typeof takenRequestSchema, TakenRequest>,
+  Agrees<typeof takenReplySchema, TakenReply>,
   Agrees<typeof inboundSchema, { type: 'results'; delegation_id: string; entries: CompletionEntry[] }>,
-] = [true, true, true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true];
 
 const decoder = new TextDecoder();
 

@@ -20,7 +20,7 @@ const assign: Assign = {
 function rig() {
   const clock = new ManualClock();
   const sent: unknown[] = [];
-  const mailbox = new Mailbox();
+  const mailbox = new Mailbox({ clock, ask: () => Promise.resolve(undefined) });
   const ctx = new WorkerContext(assign, { clock, send: (ev) => void sent.push(ev), spawn: () => Promise.resolve([]) }, mailbox);
   return { clock, ctx, mailbox, sent };
 }

@@ -81,7 +81,8 @@ async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutc
         }
         call.finish(step.result ?? 'ok');
         await ctx.checkpoint(`step ${i} deliver`);
-        // Delivery point: after a tool step.
+        // Delivery point: after a tool step (on a worker, once the steers hold their receipts).
+        await ctx.prepareDelivery();
         ctx.deliverSteers();
         break;
       }

@@ -10,14 +10,8 @@ import type { PlacementPort } from './port.ts';
 /** Tries at removing a finished child's mailbox, each after NATS is up again (within the wait). */
 const DISPOSE_TRIES = 10;
 const DISPOSE_WAIT_MS = 24 * 3_600_000;
-/** How long the loss accounting may spend reading the mailbox before it assumes the worst. */
+/** How long the loss accounting may spend reading the mailbox before the receipts alone decide. */
 const ACCOUNTING_MS = 1500;
-
-/** What the loss accounting found: steers the worker acked, and steers it may have delivered. */
-export interface MailboxAccount {
-  readonly delivered: ReadonlySet<string>;
-  readonly maybe: ReadonlySet<string>;
-}
 
 export class ChildMailbox {
   readonly #p: Pick<PlacementPort, 'link' | 'logger' | 'clock' | 'publish_ms'>;
@@ -26,8 +20,6 @@ export class ChildMailbox {
   readonly #inflight = new Map<string, Promise<SteerCommit>>();
   /** Steers whose publish was acknowledged: in the mailbox (or already taken from it). */
   readonly #published = new Set<string>();
-  /** Steers whose publish was not acknowledged in time: perhaps in the mailbox, perhaps not. */
-  readonly #uncertain = new Set<string>();
 
   constructor(placement: Pick<PlacementPort, 'link' | 'logger' | 'clock' | 'publish_ms'>, child: string) {
     this.#p = placement;
@@ -52,9 +44,8 @@ export class ChildMailbox {
         return 'stored';
       },
       (err: unknown): SteerCommit => {
-        if (nc.isClosed() || isNoResponders(err)) return 'refused';
-        this.#uncertain.add(steer.steer_id);
-        return 'unknown';
+        // Not acknowledged in time: perhaps in the mailbox, perhaps not (never counted as acked).
+        return nc.isClosed() || isNoResponders(err) ? 'refused' : 'unknown';
       },
     );
     this.#inflight.set(steer.steer_id, commit);
@@ -65,60 +56,41 @@ export class ChildMailbox {
     return this.#inflight.get(steer_id);
   }
 
-  /**
-   * Reads the mailbox for the loss accounting (its consumer is deleted first, so a worker that
-   * comes back can take nothing more). Unreadable in time (NATS down): every published steer and
-   * every uncertain one may have been taken, so all are `maybe`; honest, not exact.
-   */
-  async account(): Promise<MailboxAccount> {
-    const read = await within(
-      this.#p.clock,
-      ACCOUNTING_MS,
-      this.#read().catch(() => undefined),
-    );
-    return read ?? { delivered: new Set(), maybe: new Set([...this.#published, ...this.#uncertain]) };
+  /** Resolves once every publish in flight has settled, or after the publish bound. */
+  async settled(): Promise<void> {
+    if (this.#inflight.size === 0) return;
+    await within(this.#p.clock, this.#p.publish_ms, Promise.allSettled([...this.#inflight.values()]));
   }
 
   /**
-   * Splits the published steers by what the mailbox says: gone from it = acked by the worker
-   * (delivered); still in it at or below the consumer's delivered sequence = fetched, not acked
-   * (maybe delivered); above it = never fetched (missed).
+   * Of `ids` (steers with a taken receipt), those the worker acked: stored by their publish, and
+   * gone from the mailbox (only the worker's ack, after delivery, removes one). The consumer goes
+   * first, so a worker that comes back can fetch nothing more. Unreadable in time (NATS down):
+   * none is known acked, and the receipts alone decide (maybe delivered).
    */
-  async #read(): Promise<MailboxAccount> {
-    await Promise.allSettled([...this.#inflight.values()]);
-    // Only steers published by now: one accepted during the walk was never fetchable (the consumer
-    // is gone first), so it stays undelivered and is missed.
-    const published = [...this.#published];
+  async acked(ids: readonly string[]): Promise<ReadonlySet<string>> {
+    const read = await within(
+      this.#p.clock,
+      ACCOUNTING_MS,
+      this.#left().catch(() => undefined),
+    );
+    if (!read) return new Set();
+    return new Set(ids.filter((id) => this.#published.has(id) && !read.has(id)));
+  }
+
+  /** The steer ids still in the child's mailbox. */
+  async #left(): Promise<ReadonlySet<string>> {
     const { jsm } = this.#p.link;
-    const name = consumerName(this.#child);
-    // No consumer (the server reaped an idle one): nothing was fetched since it was made again.
-    const info = await jsm.consumers.info(STEER_STREAM, name).catch((err: unknown) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    });
-    await jsm.consumers.delete(STEER_STREAM, name).catch(() => undefined);
-    const line = info?.delivered.stream_seq ?? 0;
-    const left = new Map<string, number>();
-    for (let seq = 1; ;) {
+    await jsm.consumers.delete(STEER_STREAM, consumerName(this.#child)).catch(() => undefined);
+    const left = new Set<string>();
+    for (let seq = 1; ; ) {
       const m = await jsm.direct.getMessage(STEER_STREAM, { next_by_subj: subjects.steer(this.#child), seq });
       if (!m) break;
       const steer = tryParse(steerSchema, m.data);
-      if (steer) left.set(steer.steer_id, m.seq);
+      if (steer) left.add(steer.steer_id);
       seq = m.seq + 1;
     }
-    const delivered = new Set<string>();
-    const maybe = new Set<string>();
-    for (const id of published) {
-      const seq = left.get(id);
-      if (seq === undefined) delivered.add(id);
-      else if (seq <= line) maybe.add(id);
-    }
-    // Gone from the mailbox, an uncertain steer was either acked or never stored: maybe delivered.
-    for (const id of this.#uncertain) {
-      const seq = left.get(id);
-      if (seq === undefined || seq <= line) maybe.add(id);
-    }
-    return { delivered, maybe };
+    return left;
   }
 
   /**
@@ -142,9 +114,11 @@ export class ChildMailbox {
         if (waited || attempt > 1) logger.info({ subagent_id, attempt }, 'removed the mailbox of a finished child');
         return;
       } catch (err) {
-        logger.warn({ subagent_id, attempt, err: describe(err) }, 'could not remove the mailbox of a finished child; will retry');
-        // Still seen as connected (the outage not noticed yet): a pause before the next try.
-        if (link.connected) await sleep(clock, 1000);
+        // Once per child, not per try: after a loss many children fail together, and a line each
+        // try would flood the log.
+        if (attempt === 1) logger.warn({ subagent_id, err: describe(err) }, 'could not remove the mailbox of a finished child; will retry');
+        // Backing off (1 s, 2 s, 4 s, ... at most a minute): a JetStream that refuses is not hammered.
+        await sleep(clock, Math.min(60_000, 1000 * 2 ** (attempt - 1)));
       }
     }
     if (!link.nc.isClosed()) logger.warn({ subagent_id }, 'left the mailbox of a finished child to the server to reap');

@@ -24,6 +24,9 @@ import {
   type SpawnRequest,
   spawnRequestSchema,
   subjects,
+  type TakenReply,
+  type TakenRequest,
+  takenRequestSchema,
   tryParse,
   type WorkerEvent,
   workerEventSchema,
@@ -31,6 +34,7 @@ import {
 import { describe, isNoResponders } from '../nats.ts';
 import { Latch, within } from '../wait.ts';
 import { ChildMailbox } from './child-mailbox.ts';
+import { RemoteSteerLedger } from './steer-ledger.ts';
 import type { PlacementPort, RemoteChildHandle } from './port.ts';
 import { NatsUnavailableError, type WorkerState } from './worker-table.ts';
 
@@ -44,10 +48,13 @@ export class RemoteChild implements RemoteChildHandle {
   readonly #p: PlacementPort;
   readonly #agent: Record<string, unknown>;
   readonly #mailbox: ChildMailbox;
+  readonly #ledger: RemoteSteerLedger;
   worker: string | undefined;
   epoch = 0;
   /** The child's real context, from run() on; events before it (a fast worker) wait in #early. */
   #ctx: RunnerContext | undefined;
+  /** Opened by run(): a spawn or a receipt asked before it (a fast worker) waits for the context. */
+  readonly #running = new Latch<RunnerContext>();
   #early: WorkerEvent[] = [];
   #subs: Subscription[] = [];
   #tools = new Map<number, ToolCall>();
@@ -64,6 +71,7 @@ export class RemoteChild implements RemoteChildHandle {
     this.id = id;
     this.#agent = agent;
     this.#mailbox = new ChildMailbox(placement, id);
+    this.#ledger = new RemoteSteerLedger(this.#mailbox);
   }
 
   /** Publishes an accepted steer (msgID = steer_id); the host hears `queued` once it is stored. */
@@ -88,8 +96,14 @@ export class RemoteChild implements RemoteChildHandle {
       this.#subs.push(
         nc.subscribe(subjects.spawn(this.id), {
           callback: guarded(log, (m) => {
-            const reply = this.#onSpawn(parse(spawnRequestSchema, m.data, log, m.subject));
-            m.respond(encode(reply));
+            const req = parse(spawnRequestSchema, m.data, log, m.subject);
+            void this.#whenRunning().then((ctx) => m.respond(encode(this.#onSpawn(ctx, req))));
+          }),
+        }),
+        nc.subscribe(subjects.taken(this.id), {
+          callback: guarded(log, (m) => {
+            const req = parse(takenRequestSchema, m.data, log, m.subject);
+            void this.#onTaken(req).then((reply) => m.respond(encode(reply)));
           }),
         }),
       );
@@ -160,6 +174,8 @@ export class RemoteChild implements RemoteChildHandle {
       return Promise.reject(err);
     }
     this.#ctx = ctx;
+    this.#ledger.attach(ctx);
+    this.#running.open(ctx);
     const done = new Promise<RunOutcome>((resolve, reject) => (this.#settle = { resolve, reject }));
     for (const ev of this.#early.splice(0)) this.#apply(ctx, ev);
     // Stopped (interrupt, timeout, an ancestor's stop): ask the worker; nobody there is a loss.
@@ -185,15 +201,21 @@ export class RemoteChild implements RemoteChildHandle {
         await this.#p.link.nc.request(subjects.control(this.id), encode({ op: 'interrupt', epoch }), { timeout: REQUEST_MS });
         return;
       } catch (err) {
-        if (isNoResponders(err)) return this.#gone(worker, epoch, 'is no longer');
-        if (attempt >= INTERRUPT_TRIES) return this.#gone(worker, epoch, `did not answer ${INTERRUPT_TRIES} interrupts`);
+        if (isNoResponders(err)) return this.#gone(worker, epoch, 'is no longer', false);
+        if (attempt >= INTERRUPT_TRIES) return this.#gone(worker, epoch, `did not answer ${INTERRUPT_TRIES} interrupts`, true);
       }
     }
   }
 
-  /** The child cannot be reached on its worker at this epoch: wait a moment for its finish, else settle it alone. */
-  async #gone(worker: string, epoch: number, why: string): Promise<void> {
-    await within(this.#p.clock, REQUEST_MS, this.#settled.promise);
+  /**
+   * The child cannot be reached on its worker at this epoch: settle it alone unless its finish
+   * comes first. No responders is certain (nobody holds the child's subject) and the finish it
+   * may have sent before letting go left on the worker's connection ahead of that: a round trip
+   * to the server (flush) is enough to have it. A child that is there but silent gets a moment.
+   */
+  async #gone(worker: string, epoch: number, why: string, silent: boolean): Promise<void> {
+    if (silent) await within(this.#p.clock, REQUEST_MS, this.#settled.promise);
+    else await within(this.#p.clock, REQUEST_MS, this.#p.link.nc.flush().catch(() => undefined));
     if (this.#settled.opened || this.worker !== worker || this.epoch !== epoch) return;
     this.#p.logger.warn({ worker, subagent_id: this.id, epoch }, `child ${why} on its worker`);
     // Whatever it still holds there at this epoch must go.
@@ -243,7 +265,7 @@ export class RemoteChild implements RemoteChildHandle {
         this.#tools.delete(ev.i);
         break;
       case 'delivered':
-        this.#confirm(new Set(ev.steer_ids));
+        this.#ledger.confirm(ev.steer_ids);
         break;
       case 'finish':
         this.#settled.open();
@@ -252,19 +274,26 @@ export class RemoteChild implements RemoteChildHandle {
     }
   }
 
-  /** Moves steers the worker delivered to delivered in the ledger (transcript + event). */
-  #confirm(ids: ReadonlySet<string>): void {
-    const ctx = this.#ctx;
-    if (!ctx || ids.size === 0) return;
-    // take() then confirm() those: the rest stay taken, and the seal lists them as missed.
-    const taken = ctx.takeSteers();
-    ctx.confirmDelivered(taken.filter((s) => ids.has(s.steer_id)));
+  /** The context, once run() has it; undefined if it does not come within a request's bound. */
+  #whenRunning(): Promise<RunnerContext | undefined> {
+    return this.#ctx ? Promise.resolve(this.#ctx) : within(this.#p.clock, REQUEST_MS, this.#running.promise);
   }
 
-  #onSpawn(req: SpawnRequest | undefined): SpawnReply {
-    const ctx = this.#ctx;
-    if (!req || !ctx || req.epoch !== this.epoch || req.worker !== this.worker || this.#settled.opened)
-      return { ok: false, error: 'not the current assignment' };
+  #current(req: { readonly epoch: number; readonly worker: string } | undefined): boolean {
+    return req !== undefined && req.epoch === this.epoch && req.worker === this.worker && !this.#settled.opened;
+  }
+
+  /** A worker asks for the taken receipt of steers it fetched; recorded before it is answered. */
+  async #onTaken(req: TakenRequest | undefined): Promise<TakenReply> {
+    const ctx = await this.#whenRunning();
+    if (!ctx || !this.#current(req) || !req) return { ok: false, error: 'not the current assignment' };
+    // Lost or fenced while the publishes settled: nothing may be handed over any more.
+    const steers = await this.#ledger.grant(req.steer_ids, () => this.#current(req));
+    return steers ? { ok: true, steers } : { ok: false, error: 'not the current assignment' };
+  }
+
+  #onSpawn(ctx: RunnerContext | undefined, req: SpawnRequest | undefined): SpawnReply {
+    if (!ctx || !req || !this.#current(req)) return { ok: false, error: 'not the current assignment' };
     let handle: DelegationHandle;
     try {
       const tasks: TaskSpec[] = req.tasks.map((t) => ({
@@ -297,8 +326,7 @@ export class RemoteChild implements RemoteChildHandle {
   async lost(exit_reason = 'worker_lost', message = `worker ${this.worker ?? '?'} lost`): Promise<void> {
     if (this.#settled.opened) return;
     this.#settled.open();
-    const { delivered, maybe } = await this.#mailbox.account();
-    this.#confirm(delivered);
+    const maybe = await this.#ledger.settleLoss();
     this.#settle?.reject(new RunnerLostError(message, exit_reason, maybe));
   }
 

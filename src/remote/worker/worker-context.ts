@@ -119,15 +119,29 @@ export class WorkerContext implements RunnerContext {
     };
   }
 
+  /** The control plane's taken receipts for what the mailbox fetched: asked for right before a delivery point. */
+  prepareDelivery(): Promise<void> {
+    return this.#open ? this.#mailbox.prepare() : Promise.resolve();
+  }
+
   deliverSteers(): Steer[] {
     if (!this.#open) return [];
-    const steers = this.#mailbox.take();
+    const steers = this.#take();
     this.#delivered(steers);
     return steers;
   }
 
   takeSteers(): Steer[] {
-    return this.#open ? this.#mailbox.take() : [];
+    return this.#open ? this.#take() : [];
+  }
+
+  /**
+   * Only granted steers: one fetched without its receipt (a runner that did not await
+   * prepareDelivery) asks for it now, and is delivered at the next delivery point.
+   */
+  #take(): Steer[] {
+    if (this.#mailbox.unreceipted) void this.#mailbox.prepare();
+    return this.#mailbox.take();
   }
 
   confirmDelivered(steers: readonly Steer[]): void {

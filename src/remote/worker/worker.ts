@@ -3,7 +3,7 @@
 import { systemClock, type Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import { randomIds } from '../../ids.ts';
-import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, TaskSpec } from '../../types.ts';
+import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../../types.ts';
 import { isOutcome } from '../../delegation/run-child.ts';
 import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
 import {
@@ -21,6 +21,8 @@ import {
   spawnReplySchema,
   type SpawnRequest,
   subjects,
+  type TakenRequest,
+  takenReplySchema,
   tryParse,
 } from '../wire.ts';
 import { describe, openNats, type NatsLink } from '../nats.ts';
@@ -40,6 +42,9 @@ export interface WorkerOptions {
   /** Every wait and timestamp of the worker and of its children's contexts. Default: the system clock. */
   readonly clock?: Clock;
 }
+
+/** How long a receipt request waits for the control plane (it first waits for publishes in flight). */
+const RECEIPT_MS = 8000;
 
 /** One child on this worker. */
 interface Held {
@@ -145,7 +150,7 @@ export class Worker {
 
   #start(a: Assign, runner: Runner): void {
     const { nc, js, jsm } = this.#link;
-    const mailbox = new Mailbox();
+    const mailbox = new Mailbox({ clock: this.#clock, ask: (steer_ids) => this.#receipt(a, steer_ids) });
     const results = new Map<string, (entries: CompletionEntry[]) => void>();
     const base = { epoch: a.epoch, worker: this.id };
     const send = (ev: object) => nc.publish(subjects.events(a.child), encode({ ...ev, ...base }));
@@ -209,6 +214,21 @@ export class Worker {
     held.mailbox.close();
     this.#link.nc.publish(subjects.events(held.assign.child), encode({ type: 'finish', outcome, epoch: held.assign.epoch, worker: this.id }));
     this.#letGo(held);
+  }
+
+  /**
+   * The control plane's taken receipt for steers this child fetched: until it answers, none of
+   * them may reach a model request. No answer (the control plane gone or restarting): undefined.
+   */
+  async #receipt(a: Assign, steer_ids: readonly string[]): Promise<readonly Steer[] | undefined> {
+    const req: TakenRequest = { epoch: a.epoch, worker: this.id, steer_ids };
+    try {
+      const m = await this.#link.nc.request(subjects.taken(a.child), encode(req), { timeout: RECEIPT_MS });
+      const reply = tryParse(takenReplySchema, m.data);
+      return reply?.ok ? reply.steers : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   #spawn(held: Held, delegation_id: string, subagent_ids: readonly string[], tasks: readonly TaskSpec[], options: DelegateOptions): Promise<CompletionEntry[]> {

@@ -53,9 +53,11 @@ export const subagentMethods = {
       // A child on a remote worker: `queued` only once the steer is in its mailbox (publish ack).
       const committed = runtime.steerCommitted(p.subagent_id, r.steer_id);
       if (committed === undefined) return queued;
-      return committed.then((ok) => {
-        if (!ok) throw new RpcError(RpcCode.NatsUnavailable, 'NATS unavailable');
-        return queued;
+      return committed.then((fate) => {
+        if (fate === 'refused') throw new RpcError(RpcCode.NatsUnavailable, 'NATS unavailable');
+        // The publish ack was lost (an outage): not an error, since the steer may take effect; the
+        // host hears that it is accounted like any queued steer and may reconcile it later.
+        return fate === 'uncertain' ? { ...queued, uncertain: true as const } : queued;
       });
     },
     { idempotent: true, writes: true, wire: (a) => (a.status === 'queued' ? a : { status: a.status, subagent_id: a.subagent_id, text: a.text }) },
