@@ -1,6 +1,6 @@
-// A steer whose publish ack comes too late: the host is told NATS is unavailable, but the steer
-// may be stored all the same (a stalled server catches up) and the worker may deliver it. It is
-// never withdrawn then: the delivery is reported (event and transcript) like any other. Real
+// A steer whose publish ack comes too late: the steer may be stored all the same (a stalled server
+// catches up) and the worker may deliver it, so the host is told `queued` with `uncertain`, not an
+// error; it ends delivered (event and transcript) or missed like any other. Real
 // processes: nats-server -js (stalled with SIGSTOP, no connection dropped), a control plane, a worker.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { completionEntrySchema } from '../../src/contract/wire.ts';
@@ -18,7 +18,7 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-it('accounts for a steer answered "NATS unavailable" that the worker later delivers', async () => {
+it('answers a steer whose publish ack is late `queued` and `uncertain`, and accounts for it', async () => {
   // The outage bound sets the publish-ack bound (500 ms here): shorter than the stall.
   const srv = await startWsServer(['--nats', nats.url, '--nats-outage-ms', '100']);
   const { peer } = await connectWs(srv);
@@ -36,7 +36,8 @@ it('accounts for a steer answered "NATS unavailable" that the worker later deliv
   } finally {
     nats.signal('SIGCONT');
   }
-  expect(r.error).toMatchObject({ code: -32000, message: 'NATS unavailable' });
+  expect(r.result).toMatchObject({ status: 'queued', uncertain: true, text: 'turn left' });
+  const steer_id = (r.result as { steer_id: string }).steer_id;
   const entry = completionEntrySchema.parse(
     wireEntry((await nextEvent(peer, (e) => e.type === 'subagent.complete' && e.payload.subagent_id === id, 20_000, 'the entry')).payload),
   );
@@ -51,6 +52,6 @@ it('accounts for a steer answered "NATS unavailable" that the worker later deliv
     expect(entry.missed_steer).toBeUndefined();
   } else {
     // Never delivered: it is listed as missed, not forgotten.
-    expect(entry.missed_steer_detail?.map((d) => d.text)).toEqual(['turn left']);
+    expect(entry.missed_steer_detail?.map((d) => d.steer_id)).toEqual([steer_id]);
   }
 }, 60_000);
