@@ -5,7 +5,19 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { completionEntrySchema } from '../../src/contract/wire.ts';
 import { startNats, startWorker, type Nats } from '../helpers/nats.ts';
-import { call, connectWs, isEvent, killAll, nextEvent, request, scriptedTask, startWsServer, type Msg, type WireEvent, type WsPeer } from '../helpers/process.ts';
+import {
+  call,
+  connectWs,
+  isEvent,
+  killAll,
+  nextEvent,
+  request,
+  scriptedTask,
+  startWsServer,
+  type Msg,
+  type WireEvent,
+  type WsPeer,
+} from '../helpers/process.ts';
 import { wireEntry } from '../helpers/wire-entry.ts';
 
 let nats: Nats;
@@ -52,9 +64,19 @@ it('spawns from remote children at every depth the server allows, and each spawn
   await startWorker(nats.url, ['--max-children', '4']);
   const middle = {
     goal: 'middle',
-    agent: { kind: 'scripted', steps: [{ op: 'say', text: 'middle up' }, { op: 'spawn', tasks: [leaf('l1'), leaf('l2')] }, { op: 'finish', summary: 'middle done' }] },
+    agent: {
+      kind: 'scripted',
+      steps: [
+        { op: 'say', text: 'middle up' },
+        { op: 'spawn', tasks: [leaf('l1'), leaf('l2')] },
+        { op: 'finish', summary: 'middle done' },
+      ],
+    },
   };
-  const top = await spawnOne(h, 'top', [{ op: 'spawn', tasks: [middle, leaf('sibling')] }, { op: 'finish', summary: 'top done' }]);
+  const top = await spawnOne(h, 'top', [
+    { op: 'spawn', tasks: [middle, leaf('sibling')] },
+    { op: 'finish', summary: 'top done' },
+  ]);
   const entry = await entryOf(h, top, 30_000);
   expect(entry).toMatchObject({ status: 'completed', summary: 'top done' });
   const done = events(h).filter((e) => e.type === 'subagent.complete');
@@ -73,7 +95,10 @@ it('spawns from remote children at every depth the server allows, and each spawn
 it('fails a spawn past the depth limit visibly, in the spawning child’s transcript', async () => {
   const h = await host(['--max-spawn-depth', '1']);
   await startWorker(nats.url);
-  const id = await spawnOne(h, 'too deep', [{ op: 'spawn', tasks: [leaf('x')] }, { op: 'finish', summary: 'went on' }]);
+  const id = await spawnOne(h, 'too deep', [
+    { op: 'spawn', tasks: [leaf('x')] },
+    { op: 'finish', summary: 'went on' },
+  ]);
   expect(await entryOf(h, id)).toMatchObject({ status: 'completed', summary: 'went on' });
   expect(await tailOf(h, id)).toMatch(/\[spawn refused\] spawn depth limit reached/);
 });

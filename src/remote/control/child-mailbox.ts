@@ -83,7 +83,7 @@ export class ChildMailbox {
     const { jsm } = this.#p.link;
     await jsm.consumers.delete(STEER_STREAM, consumerName(this.#child)).catch(() => undefined);
     const left = new Set<string>();
-    for (let seq = 1; ; ) {
+    for (let seq = 1; ;) {
       const m = await jsm.direct.getMessage(STEER_STREAM, { next_by_subj: subjects.steer(this.#child), seq });
       if (!m) break;
       const steer = tryParse(steerSchema, m.data);

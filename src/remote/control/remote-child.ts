@@ -215,7 +215,12 @@ export class RemoteChild implements RemoteChildHandle {
    */
   async #gone(worker: string, epoch: number, why: string, silent: boolean): Promise<void> {
     if (silent) await within(this.#p.clock, REQUEST_MS, this.#settled.promise);
-    else await within(this.#p.clock, REQUEST_MS, this.#p.link.nc.flush().catch(() => undefined));
+    else
+      await within(
+        this.#p.clock,
+        REQUEST_MS,
+        this.#p.link.nc.flush().catch(() => undefined),
+      );
     if (this.#settled.opened || this.worker !== worker || this.epoch !== epoch) return;
     this.#p.logger.warn({ worker, subagent_id: this.id, epoch }, `child ${why} on its worker`);
     // Whatever it still holds there at this epoch must go.
