@@ -280,6 +280,11 @@ export interface Runner {
    * rejection counts as `refused`.
    */
   committed?(subagent_id: string, steer_id: string): Promise<SteerCommit> | undefined;
+  /**
+   * Optional: the runtime gave up on this child's run (it ignored a stop for the interrupt grace)
+   * and its entry is out. A runner holding resources elsewhere (a worker slot) lets them go now.
+   */
+  abandon?(subagent_id: string): void;
 }
 
 /**

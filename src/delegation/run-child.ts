@@ -153,6 +153,8 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
     const failed = (err: unknown) => core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
     try {
       this.#finish({ kind: 'abandoned' })?.catch(failed);
+      // What the run holds elsewhere (a remote worker's slot) goes with it.
+      record.runner.abandon?.(record.subagent_id);
     } catch (err) {
       failed(err);
     }

@@ -56,11 +56,7 @@ const completeOf = async (h: Host, id: string) => {
   return completionEntrySchema.parse(wireEntry(e.payload));
 };
 
-// Retried: once in several full-suite runs on a loaded 2-core machine, a child spawned right after
-// its worker started was not placed within the 15 s bound (no subagent.start at all); alone, or
-// under a second test file's load, the file passes every time. The stall is being chased (see
-// docs/scale-out.md, "Known issues"); a retry keeps one slow placement from hiding the rest.
-describe('children on workers', { retry: 2 }, () => {
+describe('children on workers', () => {
   it('delivers a remote steer at the child’s delivery point, and tail shows it', async () => {
     const h = await controlPlane();
     await startWorker(nats.url);

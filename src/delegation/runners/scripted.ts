@@ -23,7 +23,8 @@ export const stepSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('spawn'), tasks: z.array(agentTaskSchema) }),
   z.object({ op: z.literal('finish'), summary: z.string().optional() }),
   z.object({ op: z.literal('fail'), error: z.string() }),
-  z.object({ op: z.literal('hang') }),
+  // stubborn: ignores interrupts too (a runner that never returns, to show abandonment).
+  z.object({ op: z.literal('hang'), stubborn: z.boolean().optional() }),
 ]);
 export type Step = z.infer<typeof stepSchema>;
 
@@ -105,6 +106,7 @@ async function play(ctx: RunnerContext, steps: readonly Step[]): Promise<RunOutc
         return { status: 'failed', error: step.error, summary: lastSay };
       case 'hang':
         await new Promise<void>((resolve) => {
+          if (step.stubborn === true) return;
           if (ctx.signal.aborted) resolve();
           else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
         });

@@ -17,6 +17,8 @@ export interface RemoteChildHandle {
   publishSteer(steer: Steer): void;
   committed(steer_id: string): Promise<SteerCommit> | undefined;
   disposeIfIdle(): void;
+  /** The runtime gave up on the run: the worker drops the child and its slot is free at once. */
+  abandon(): void;
   /** Settles the child as `error` after the steer accounting (default reason `worker_lost`). */
   lost(exit_reason?: string, message?: string): Promise<void>;
 }

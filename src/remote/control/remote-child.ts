@@ -92,6 +92,7 @@ export class RemoteChild implements RemoteChildHandle {
       if (!(await this.#p.link.whenUp(this.#p.outage_ms))) throw new NatsUnavailableError();
       await this.#mailbox.make();
       const log = this.#p.logger;
+      log.debug({ subagent_id: this.id }, 'placing: mailbox made');
       this.#subs.push(nc.subscribe(subjects.events(this.id), { callback: guarded(log, (m) => this.#onEvent(m.data, m.subject)) }));
       this.#subs.push(
         nc.subscribe(subjects.spawn(this.id), {
@@ -114,7 +115,9 @@ export class RemoteChild implements RemoteChildHandle {
           this.disposeUnplaced();
           return;
         }
+        log.debug({ subagent_id: this.id, worker: w.id }, 'placing: worker chosen');
         const outcome = await this.#assign(w, ctx);
+        log.debug({ subagent_id: this.id, worker: w.id, outcome }, 'placing: assignment answered');
         if (outcome === 'assigned') {
           // Stopped while the assignment was in flight: the core finished it unstarted, so the
           // worker must let it go.
@@ -325,6 +328,17 @@ export class RemoteChild implements RemoteChildHandle {
       }
     });
     return { ok: true };
+  }
+
+  /**
+   * The runtime abandoned the run (its entry is out): the worker is told to drop the child (its
+   * own slot frees), and the slot counted here goes now, not when a finish that may never come does.
+   */
+  abandon(): void {
+    if (this.#settled.opened) return;
+    this.#settled.open();
+    if (this.worker !== undefined) this.#p.fence(this.worker, this.id, this.epoch);
+    this.#settle?.reject(new Error('abandoned by the runtime'));
   }
 
   /** The worker (or the child on it) is gone: account for every steer, then settle as `error`. */

@@ -40,4 +40,8 @@ export class RemoteRunner implements Runner {
   committed(subagent_id: string, steer_id: string): Promise<SteerCommit> | undefined {
     return this.#p.find(subagent_id)?.committed(steer_id);
   }
+
+  abandon(subagent_id: string): void {
+    this.#p.find(subagent_id)?.abandon();
+  }
 }
