@@ -164,5 +164,20 @@ export const SERVE_FLAGS = [
     max: 2_147_483_647,
     help: 'with --nats: how long a new child waits through a NATS outage before it fails (default 30000)',
   },
+  // One control plane per NATS: a leader lease in a KV bucket (docs/scale-out.md, "One control plane per NATS; standby").
+  {
+    flag: 'standby',
+    env: 'SUBRUN_STANDBY',
+    kind: 'bool',
+    help: 'with --nats: while another control plane leads on this NATS, wait and take over when its lease lapses (default: exit 2)',
+  },
+  {
+    flag: 'lease-ms',
+    env: 'SUBRUN_LEASE_MS',
+    kind: 'int',
+    min: 300,
+    max: 2_147_483_647,
+    help: 'with --nats: a leader that has not renewed its lease this long is replaced, and stops itself with exit 3 (default 3000)',
+  },
   ...MODEL_FLAGS,
 ] as const satisfies readonly FlagSpec[];

@@ -18,6 +18,8 @@ import { openaiKind, openaiRunner } from '../agent/runner.ts';
 import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
 import { SCRIPTED_MODEL } from '../delegation/runners/scripted.ts';
 import type { Placement } from '../remote/control/placement.ts';
+import type { Lease } from '../remote/control/lease.ts';
+import type { NatsLink } from '../remote/nats.ts';
 import { createLogger } from '../log.ts';
 import { modelConfig } from './model-options.ts';
 import { RpcServer } from '../server.ts';
@@ -60,13 +62,18 @@ export async function serve(argv: readonly string[]): Promise<number> {
   // pipe, so it keeps state only when asked (docs/durability.md, "Where state lives").
   const durable_dir = v['no-state'] === true ? undefined : v.ws === true || v['state-dir'] !== undefined ? state_dir : undefined;
 
-  const logger = createLogger(level);
-  const store = durable_dir === undefined ? undefined : await openStore(durable_dir, fsync, logger);
   const nats = v.nats;
   if (nats === undefined && (v['worker-loss-ms'] !== undefined || v['nats-outage-ms'] !== undefined)) {
     throw new UsageError('--worker-loss-ms and --nats-outage-ms need --nats');
   }
-  const remote = nats === undefined ? undefined : await openPlacement(nats, v, logger);
+  if (nats === undefined && (v.standby === true || v['lease-ms'] !== undefined)) throw new UsageError('--standby and --lease-ms need --nats');
+
+  const logger = createLogger(level);
+  // The lease first: a standby waits here, before it opens the state directory (a leader on the
+  // same machine may hold it) or acts on anything a worker sends.
+  const lead = nats === undefined ? undefined : await takeLead(nats, v, logger);
+  const store = durable_dir === undefined ? undefined : await openStore(durable_dir, fsync, logger);
+  const remote = lead === undefined ? undefined : await attachPlacement(lead.link, v, logger);
   const localKinds = { ...builtinRunnerKinds, openai: openaiKind(openai) };
   const server = new RpcServer({
     max_concurrent_children: v['max-concurrent-children'],
@@ -117,6 +124,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
       await server.shutdown();
       // Everything the shutdown settled is written; the next start on this directory finds it.
       store?.close();
+      // After the shutdown settled everything, before the link closes: a standby takes over now.
+      await lead?.lease.release();
       await remote?.close();
       if (listener) await listener.close();
       else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
@@ -189,6 +198,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
       (t) => server.connect(t),
     );
     store?.announce(listener.url);
+    // In the lease before the line that says it is up: a second plane refused names it.
+    await lead?.lease.announce(listener.url);
     if (store) process.stderr.write(`subrun state: ${store.path} (recovered ${JSON.stringify(server.recovered)})\n`);
     process.stderr.write(`subrun listening on ${listener.url}\n`);
     // The page trades ?token= for a cookie and drops it from the address. A token made up here is
@@ -218,27 +229,61 @@ async function openStore(dir: string, fsync: 'normal' | 'full', logger: ReturnTy
   }
 }
 
-/** The remote placement; NATS unreachable (or without JetStream) is one line and exit 2. */
-async function openPlacement(
+/**
+ * The NATS link and the control plane's lease on it. NATS unreachable (or without JetStream), or a
+ * live leader without --standby, is one line and exit 2; losing the lease later is one line and exit 3.
+ */
+async function takeLead(
   url: string,
+  v: Pick<FlagValues<typeof SERVE_FLAGS>, 'standby' | 'lease-ms'>,
+  logger: ReturnType<typeof createLogger>,
+): Promise<{ link: NatsLink; lease: Lease }> {
+  // Loaded only with --nats: the NATS client costs the in-process server nothing at start.
+  const [{ openNats, NatsStartError }, { Lease, LeaseHeldError }] = await Promise.all([import('../remote/nats.ts'), import('../remote/control/lease.ts')]);
+  const fail = (message: string): never => {
+    process.stderr.write(`subrun: ${message}\n`);
+    // A failed handshake can leave a socket open: exit now, not when it times out.
+    process.exit(2);
+  };
+  let link: NatsLink;
+  try {
+    link = await openNats(url, 'subrun-control-plane');
+  } catch (err) {
+    if (!(err instanceof NatsStartError)) throw err;
+    return fail(err.message);
+  }
+  // A standby serves nothing and owes nothing while it waits: a signal just ends it.
+  const quit = () => process.exit(0);
+  process.once('SIGINT', quit).once('SIGTERM', quit);
+  try {
+    const lease = await Lease.acquire({
+      link,
+      lease_ms: v['lease-ms'],
+      standby: v.standby === true,
+      logger,
+      // Fenced: another plane may lead now. No shutdown: stopping the children would act on them.
+      onLost: (why) => {
+        process.stderr.write(`subrun: ${why}; this control plane stops serving (exit 3)\n`);
+        process.exit(3);
+      },
+    });
+    return { link, lease };
+  } catch (err) {
+    if (!(err instanceof LeaseHeldError || err instanceof NatsStartError)) throw err;
+    return fail(err.message);
+  } finally {
+    process.off('SIGINT', quit).off('SIGTERM', quit);
+  }
+}
+
+/** The remote placement on the link whose lease this process holds. */
+async function attachPlacement(
+  link: NatsLink,
   v: Pick<FlagValues<typeof SERVE_FLAGS>, 'worker-loss-ms' | 'nats-outage-ms'>,
   logger: ReturnType<typeof createLogger>,
 ): Promise<Placement> {
-  // Loaded only with --nats: the NATS client costs the in-process server nothing at start.
-  const [{ Placement }, { NatsStartError }] = await Promise.all([import('../remote/control/placement.ts'), import('../remote/nats.ts')]);
-  try {
-    return await Placement.open({
-      url,
-      worker_loss_ms: v['worker-loss-ms'],
-      nats_outage_ms: v['nats-outage-ms'],
-      logger,
-    });
-  } catch (err) {
-    if (!(err instanceof NatsStartError)) throw err;
-    process.stderr.write(`subrun: ${err.message}\n`);
-    // A failed handshake can leave a socket open: exit now, not when it times out.
-    process.exit(2);
-  }
+  const { Placement } = await import('../remote/control/placement.ts');
+  return Placement.attach(link, { worker_loss_ms: v['worker-loss-ms'], nats_outage_ms: v['nats-outage-ms'], logger });
 }
 
 /** Waits up to `grace_ms` for stdout to take everything; false if it did not (the host is cut). */

@@ -38,7 +38,7 @@ export class Placement implements PlacementPort {
   readonly #byWorker = new Map<string, Set<RemoteChildHandle>>();
   #epoch = 0;
 
-  private constructor(link: NatsLink, options: PlacementOptions) {
+  private constructor(link: NatsLink, options: Omit<PlacementOptions, 'url'>) {
     this.link = link;
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
@@ -61,6 +61,14 @@ export class Placement implements PlacementPort {
   /** Connects (one line and exit 2 at start when NATS or JetStream is missing: NatsStartError). */
   static async open(options: PlacementOptions): Promise<Placement> {
     const link = await openNats(options.url, 'subrun-control-plane', options.clock);
+    return new Placement(link, options);
+  }
+
+  /**
+   * On a link opened already: `serve` takes the control plane's lease on it first, because this
+   * starts acting at once (a heartbeat naming children it does not know gets them dropped).
+   */
+  static attach(link: NatsLink, options: Omit<PlacementOptions, 'url'>): Placement {
     return new Placement(link, options);
   }
 
