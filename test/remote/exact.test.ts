@@ -165,7 +165,10 @@ it('settles a child whose interrupt finds no responders at once, before the loss
 it('frees the worker slot of a remote child the runtime abandoned, on both sides', async () => {
   const h = await host(['--interrupt-grace-ms', '300']);
   await startWorker(nats.url, ['--max-children', '1']);
-  const stuck = await spawnOne(h, 'stuck', [{ op: 'say', text: 'stuck up' }, { op: 'hang', stubborn: true }]);
+  const stuck = await spawnOne(h, 'stuck', [
+    { op: 'say', text: 'stuck up' },
+    { op: 'hang', stubborn: true },
+  ]);
   await nextEvent(h.peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === stuck);
   await call(h.peer, 'subagent.interrupt', { session_id: h.session_id, subagent_id: stuck });
   expect((await entryOf(h, stuck)).status).toBe('interrupted');

@@ -26,8 +26,7 @@ async function inspect<T>(fn: (jsm: Awaited<ReturnType<typeof jetstreamManager>>
 }
 
 it('removes a lost child’s consumer and steers once NATS is back, and sets the server-side backstops', async () => {
-  // A lease longer than the outage: a leader that cannot renew its lease for --lease-ms exits 3.
-  const srv = await startWsServer(['--nats', nats.url, '--worker-loss-ms', '800', '--log-level', 'info', '--lease-ms', '600000']);
+  const srv = await startWsServer(['--nats', nats.url, '--worker-loss-ms', '800', '--log-level', 'info']);
   const { peer } = await connectWs(srv);
   const { session_id } = await call<{ session_id: string }>(peer, 'session.create');
   await startWorker(nats.url, ['--worker-heartbeat-ms', '100']);

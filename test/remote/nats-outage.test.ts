@@ -30,8 +30,7 @@ describe('NATS lost while running', () => {
   it('answers steers uncertain, fails new spawns within the bound, and accounts for every queued steer', async () => {
     const nats = await startNats();
     try {
-      // A lease longer than the outage: a leader that cannot renew its lease for --lease-ms exits 3.
-      const srv = await startWsServer(['--nats', nats.url, '--worker-loss-ms', '800', '--nats-outage-ms', '1000', '--lease-ms', '600000']);
+      const srv = await startWsServer(['--nats', nats.url, '--worker-loss-ms', '800', '--nats-outage-ms', '1000']);
       const { peer } = await connectWs(srv);
       const { session_id } = await call<{ session_id: string }>(peer, 'session.create');
       await startWorker(nats.url, ['--worker-heartbeat-ms', '100']);

@@ -274,15 +274,20 @@ export class Lease {
   }
 
   /**
-   * lease_ms after the last renew that succeeded was sent, the key may lapse for the others: stop
-   * then. Counted from the send, which comes before the server's `created`, so this fires before
-   * any standby can see the lease lapsed.
+   * lease_ms after the last renew that succeeded was sent, the key may lapse for the others. That
+   * alone does not end this leader: in a NATS outage nobody can take the lease, and a leader cut
+   * off from NATS cannot act on a worker either (every action goes through NATS). It keeps serving
+   * and the next renew decides: its revision still there, it leads on; another's, it is fenced.
    */
   #armDeadline(sentAt: number): void {
     if (this.#state !== 'held') return;
     this.#clock.clearTimeout(this.#deadline);
     this.#deadline = this.#clock.setTimeout(
-      () => this.#lose(`the NATS lease was not renewed for ${this.lease_ms} ms (NATS unreachable, or this process stalled): another control plane may lead`),
+      () =>
+        this.#logger.warn(
+          { lease_ms: this.lease_ms },
+          'lease: not renewed within the lease (NATS unreachable, or this process stalled); a standby may take over, the next renew will tell',
+        ),
       sentAt + this.lease_ms - this.#clock.now(),
     );
   }
