@@ -1,21 +1,9 @@
 // The NATS connection of the control plane and of each worker: checked at start (reachable, JetStream,
 // the steer stream) so a bad server is one line and exit 2; afterwards it reconnects for ever.
 import { connect, RequestError, type NatsConnection } from '@nats-io/transport-node';
-import {
-  AckPolicy,
-  DeliverPolicy,
-  jetstream,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-  type ConsumerConfig,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { systemClock, type Clock } from '../clock.ts';
-import { CONSUMER_INACTIVE_NS, consumerName, STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './wire.ts';
+import { STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './wire.ts';
 import { Latch, within } from './wait.ts';
 
 /** Why NATS could not be used at start: the CLI prints the message as its one line and exits 2. */
@@ -125,28 +113,9 @@ async function ensureSteerStream(jsm: JetStreamManager): Promise<void> {
   if (info.config.max_age !== STEER_MAX_AGE_NS) await jsm.streams.update(STEER_STREAM, { max_age: STEER_MAX_AGE_NS });
 }
 
-/** The config of a child's mailbox consumer; the control plane and the worker make it alike. */
-export function mailboxConsumer(child: string): Partial<ConsumerConfig> {
-  return {
-    durable_name: consumerName(child),
-    filter_subject: subjects.steer(child),
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    // A lost worker's consumer is deleted at once; this only bounds a stuck fetch.
-    ack_wait: 3_600_000_000_000,
-    max_deliver: -1,
-    inactive_threshold: CONSUMER_INACTIVE_NS,
-  };
-}
-
 /** A request nobody is subscribed to answer (the subject's service is gone). */
 export function isNoResponders(err: unknown): boolean {
   return err instanceof RequestError && err.isNoResponders();
-}
-
-/** JetStream's answer that the consumer or the stream does not exist. */
-export function isNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.ConsumerNotFound || err.code === JetStreamApiCodes.StreamNotFound);
 }
 
 export function describe(err: unknown): string {

@@ -24,23 +24,17 @@ export const subjects = {
   control: (child: string) => `sr.ctl.${child}`,
   /** Worker -> control plane: a child's events, transcript and outcome, in order. */
   events: (child: string) => `sr.ev.${child}`,
+  allEvents: 'sr.ev.*',
   /** Worker -> control plane request: a child spawns. */
   spawn: (child: string) => `sr.cp.${child}.spawn`,
   /** Worker -> control plane request: the taken receipt for steers about to reach a delivery point. */
   taken: (child: string) => `sr.cp.${child}.taken`,
+  /** Every worker -> control plane request (`sr.cp.<child>.<kind>`): one subscription for all children. */
+  requests: 'sr.cp.*.*',
   /** Control plane -> worker: a child's delegation finished (its entries). */
   inbound: (child: string) => `sr.in.${child}`,
 } as const;
 
-/** The durable pull consumer of one child's mailbox. */
-export const consumerName = (child: string): string => `c_${child}`;
-
-/**
- * A mailbox consumer no one has pulled from for this long is deleted by the server: the backstop
- * for one whose cleanup never ran (NATS down then, the control plane gone). One hour, so a child
- * waiting `queued` for a worker loses nothing: its worker makes the consumer again (same config).
- */
-export const CONSUMER_INACTIVE_NS = 3_600_000_000_000;
 /** A mailbox message older than this is dropped by the server (orphans of a lost cleanup): 7 days. */
 export const STEER_MAX_AGE_NS = 7 * 24 * 3_600_000_000_000;
 
@@ -100,6 +94,10 @@ export interface SpawnRequest {
 
 export type SpawnReply = { readonly ok: true } | { readonly ok: false; readonly error: string };
 
+/** Control plane -> worker, about one child: its delegation's entries, or word that steers wait. */
+export type Inbound =
+  { readonly type: 'results'; readonly delegation_id: string; readonly entries: CompletionEntry[] } | { readonly type: 'steer'; readonly epoch: number };
+
 /**
  * A worker asks for the taken receipt of the steers it fetched, right before a delivery point: no
  * steer reaches a model request without one (docs/scale-out.md, "Exact accounting").
@@ -107,13 +105,11 @@ export type SpawnReply = { readonly ok: true } | { readonly ok: false; readonly 
 export interface TakenRequest {
   readonly epoch: number;
   readonly worker: string;
-  readonly steer_ids: readonly string[];
 }
 
 /**
- * The receipt: every steer granted, in acceptance order. It holds each undelivered steer accepted
- * up to the latest one asked for, also those the worker has not fetched yet (FIFO: no steer is
- * delivered while an earlier one waits), with their text.
+ * The receipt: every undelivered steer of the child whose publish has settled, in acceptance
+ * order, with its text (FIFO: none is handed over while an earlier one waits).
  */
 export type TakenReply = { readonly ok: true; readonly steers: readonly Steer[] } | { readonly ok: false; readonly error: string };
 
@@ -189,12 +185,16 @@ export const spawnRequestSchema = z.object({
   timeout_ms: z.number().int().positive().optional(),
 });
 export const spawnReplySchema = z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), error: z.string() })]);
-export const takenRequestSchema = z.object({ ...from, steer_ids: z.array(id).min(1).max(10_000) });
+export const takenRequestSchema = z.object(from);
 export const takenReplySchema = z.union([
   z.object({ ok: z.literal(true), steers: z.array(steerSchema).max(10_000) }),
   z.object({ ok: z.literal(false), error: z.string() }),
 ]);
-export const inboundSchema = z.object({ type: z.literal('results'), delegation_id: id, entries: z.array(completionEntrySchema) });
+export const inboundSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('results'), delegation_id: id, entries: z.array(completionEntrySchema) }),
+  // Steers wait for the child at this epoch: ask for their receipt at the next delivery point.
+  z.object({ type: z.literal('steer'), epoch }),
+]);
 
 // The schemas agree with the protocol's types (a drift is a compile error here).
 type Agrees<S extends z.ZodType, T> = z.output<S> extends T ? true : never;
@@ -211,7 +211,7 @@ const _agree: [
   Agrees<typeof spawnReplySchema, SpawnReply>,
   Agrees<typeof takenRequestSchema, TakenRequest>,
   Agrees<typeof takenReplySchema, TakenReply>,
-  Agrees<typeof inboundSchema, { type: 'results'; delegation_id: string; entries: CompletionEntry[] }>,
+  Agrees<typeof inboundSchema, Inbound>,
 ] = [true, true, true, true, true, true, true, true, true, true, true, true, true];
 
 const decoder = new TextDecoder();

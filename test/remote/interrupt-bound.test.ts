@@ -16,14 +16,11 @@ import { flush } from '../helpers/manual-clock.ts';
 
 const WORKER = 'wk_silent';
 
-type Callback = (err: Error | null, m: { subject: string; data: Uint8Array; respond(): boolean }) => void;
-
 /** The NATS side of one worker that takes every assignment; the test answers each interrupt. */
 class WorkerNats {
   /** Interrupt requests in flight, oldest first. */
   readonly interrupts: Array<{ answer(): void; timeOut(): void }> = [];
   interruptsAsked = 0;
-  readonly #subscribers = new Map<string, Callback>();
 
   request(subject: string): Promise<{ data: Uint8Array }> {
     if (subject === subjects.assign(WORKER)) return Promise.resolve({ data: encode({ ok: true }) });
@@ -35,30 +32,14 @@ class WorkerNats {
     }
     return Promise.reject(new Error(`unexpected request on ${subject}`));
   }
-  subscribe(subject: string, opts: { callback: Callback }): { unsubscribe(): void } {
-    this.#subscribers.set(subject, opts.callback);
-    return { unsubscribe: () => this.#subscribers.delete(subject) };
-  }
-  /** A message from the worker on `subject` (its events). */
-  send(subject: string, body: unknown): void {
-    this.#subscribers.get(subject)?.(null, { subject, data: encode(body), respond: () => true });
-  }
   publish(): void {}
   isClosed(): boolean {
     return false;
   }
 }
 
-/** An empty mailbox: made, read and removed without a server. */
-const jsm = {
-  consumers: {
-    add: () => Promise.resolve({}),
-    info: () => Promise.resolve({ delivered: { stream_seq: 0 } }),
-    delete: () => Promise.resolve(true),
-  },
-  direct: { getMessage: () => Promise.resolve(null) },
-  streams: { purge: () => Promise.resolve({ purged: 0 }) },
-};
+/** An empty mailbox: removed without a server (no steer is ever published here). */
+const jsm = { streams: { purge: () => Promise.resolve({ purged: 0 }) } };
 
 function rig() {
   const { clock, rt, find } = runtimeHarness();
@@ -96,7 +77,7 @@ function rig() {
     unbind: (c) => void children.delete(c.id),
     fence: (worker, child, e) => void fenced.push({ worker, child, epoch: e }),
   };
-  return { clock, rt, find, nats, fenced, workers, runner: new RemoteRunner(port, { kind: 'scripted' }, 'remote') };
+  return { clock, rt, find, nats, fenced, workers, children, runner: new RemoteRunner(port, { kind: 'scripted' }, 'remote') };
 }
 
 describe('an interrupt the worker never answers', () => {
@@ -129,7 +110,7 @@ describe('an interrupt the worker never answers', () => {
   });
 
   it('is asked again after a timeout, and a later answer lets the worker finish the child', async () => {
-    const { rt, nats, fenced, workers, runner } = rig();
+    const { rt, nats, fenced, workers, children, runner } = rig();
     const handle = rt.delegate([{ goal: 'slow', runner }]);
     const [id = ''] = handle.subagent_ids;
     await flush();
@@ -139,7 +120,10 @@ describe('an interrupt the worker never answers', () => {
     await flush();
     expect(nats.interruptsAsked).toBe(2);
     nats.interrupts.shift()?.answer();
-    nats.send(subjects.events(id), { type: 'finish', epoch: 1, worker: WORKER, outcome: { status: 'interrupted', summary: 'stopped' } });
+    // The worker's finish, as the placement routes `sr.ev.<child>` to its child.
+    children
+      .get(id)
+      ?.onEvent(encode({ type: 'finish', epoch: 1, worker: WORKER, outcome: { status: 'interrupted', summary: 'stopped' } }), subjects.events(id));
     const [entry] = await handle.results;
     expect(entry).toMatchObject({ status: 'interrupted' });
     expect(nats.interruptsAsked).toBe(2);

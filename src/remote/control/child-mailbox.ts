@@ -1,55 +1,45 @@
-// A remote child's steer mailbox as the control plane writes it: each publish and its outcome, the
-// read that accounts for every steer when the child is lost, and the mailbox's removal at the end.
+// A remote child's steer mailbox as the control plane writes it: each steer's durable copy in the
+// steer stream (msgID = steer_id), the outcome of its publish, and its removal at the end. What a
+// steer's state is (queued, taken, delivered) is the ledger's (steer-ledger.ts), never the stream's.
 import { sleep } from '../../clock.ts';
 import type { Steer, SteerCommit } from '../../types.ts';
-import { describe, isNoResponders, isNotFound, mailboxConsumer } from '../nats.ts';
-import { consumerName, encode, STEER_STREAM, steerSchema, subjects, tryParse } from '../wire.ts';
+import { describe, isNoResponders } from '../nats.ts';
+import { encode, STEER_STREAM, subjects } from '../wire.ts';
 import { within } from '../wait.ts';
 import type { PlacementPort } from './port.ts';
 
 /** Tries at removing a finished child's mailbox, each after NATS is up again (within the wait). */
 const DISPOSE_TRIES = 10;
 const DISPOSE_WAIT_MS = 24 * 3_600_000;
-/** How long the loss accounting may spend reading the mailbox before the receipts alone decide. */
-const ACCOUNTING_MS = 1500;
 
 export class ChildMailbox {
   readonly #p: Pick<PlacementPort, 'link' | 'logger' | 'clock' | 'publish_ms'>;
   readonly #child: string;
   /** Publishes not yet settled, by steer_id. */
   readonly #inflight = new Map<string, Promise<SteerCommit>>();
-  /** Steers whose publish was acknowledged: in the mailbox (or already taken from it). */
-  readonly #published = new Set<string>();
+  /** Whether anything may be in the stream for this child (most children get no steer: nothing to remove). */
+  #used = false;
 
   constructor(placement: Pick<PlacementPort, 'link' | 'logger' | 'clock' | 'publish_ms'>, child: string) {
     this.#p = placement;
     this.#child = child;
   }
 
-  /** Makes the child's durable consumer (the worker makes it alike, if the server reaped it). */
-  async make(): Promise<void> {
-    await this.#p.link.jsm.consumers.add(STEER_STREAM, mailboxConsumer(this.#child));
-  }
-
   /**
-   * Publishes an accepted steer with msgID = steer_id. No ack within the bound does not mean it is
-   * not stored (a stalled server stores it later and the worker may deliver it): unless the
-   * publish surely never left, its outcome is `unknown` and it is accounted like any other.
+   * Publishes an accepted steer with msgID = steer_id (a retry is deduplicated). No ack within the
+   * bound does not mean it is not stored (a stalled server stores it later): unless the publish
+   * surely never left, its outcome is `unknown`, and the steer is accounted like any other.
    */
-  publish(steer: Steer): void {
+  publish(steer: Steer): Promise<SteerCommit> {
     const { js, nc } = this.#p.link;
+    this.#used = true;
     const commit = js.publish(subjects.steer(this.#child), encode(steer), { msgID: steer.steer_id, timeout: this.#p.publish_ms }).then(
-      (): SteerCommit => {
-        this.#published.add(steer.steer_id);
-        return 'stored';
-      },
-      (err: unknown): SteerCommit => {
-        // Not acknowledged in time: perhaps in the mailbox, perhaps not (never counted as acked).
-        return nc.isClosed() || isNoResponders(err) ? 'refused' : 'unknown';
-      },
+      (): SteerCommit => 'stored',
+      (err: unknown): SteerCommit => (nc.isClosed() || isNoResponders(err) ? 'refused' : 'unknown'),
     );
     this.#inflight.set(steer.steer_id, commit);
     void commit.finally(() => this.#inflight.delete(steer.steer_id));
+    return commit;
   }
 
   committed(steer_id: string): Promise<SteerCommit> | undefined {
@@ -63,42 +53,12 @@ export class ChildMailbox {
   }
 
   /**
-   * Of `ids` (steers with a taken receipt), those the worker acked: stored by their publish, and
-   * gone from the mailbox (only the worker's ack, after delivery, removes one). The consumer goes
-   * first, so a worker that comes back can fetch nothing more. Unreadable in time (NATS down):
-   * none is known acked, and the receipts alone decide (maybe delivered).
-   */
-  async acked(ids: readonly string[]): Promise<ReadonlySet<string>> {
-    const read = await within(
-      this.#p.clock,
-      ACCOUNTING_MS,
-      this.#left().catch(() => undefined),
-    );
-    if (!read) return new Set();
-    return new Set(ids.filter((id) => this.#published.has(id) && !read.has(id)));
-  }
-
-  /** The steer ids still in the child's mailbox. */
-  async #left(): Promise<ReadonlySet<string>> {
-    const { jsm } = this.#p.link;
-    await jsm.consumers.delete(STEER_STREAM, consumerName(this.#child)).catch(() => undefined);
-    const left = new Set<string>();
-    for (let seq = 1; ;) {
-      const m = await jsm.direct.getMessage(STEER_STREAM, { next_by_subj: subjects.steer(this.#child), seq });
-      if (!m) break;
-      const steer = tryParse(steerSchema, m.data);
-      if (steer) left.add(steer.steer_id);
-      seq = m.seq + 1;
-    }
-    return left;
-  }
-
-  /**
-   * The consumer and the subject go once every publish has settled (none is left behind). NATS
-   * down: tried again when it is back (the consumer's inactivity threshold and the stream's max
-   * age are the backstop if this process never sees it back).
+   * The child's subject is purged once every publish has settled (none is left behind). NATS down:
+   * tried again when it is back (the stream's max age is the backstop if this process never sees
+   * it back). A child that never got a steer costs no JetStream call at all.
    */
   async dispose(): Promise<void> {
+    if (!this.#used) return;
     await Promise.allSettled([...this.#inflight.values()]);
     const { link, logger, clock } = this.#p;
     const subagent_id = this.#child;
@@ -107,9 +67,6 @@ export class ChildMailbox {
       waited ||= !link.connected;
       if (!(await link.whenUp(DISPOSE_WAIT_MS))) break;
       try {
-        await link.jsm.consumers.delete(STEER_STREAM, consumerName(subagent_id)).catch((err: unknown) => {
-          if (!isNotFound(err)) throw err;
-        });
         await link.jsm.streams.purge(STEER_STREAM, { filter: subjects.steer(subagent_id) });
         if (waited || attempt > 1) logger.info({ subagent_id, attempt }, 'removed the mailbox of a finished child');
         return;

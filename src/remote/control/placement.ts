@@ -4,7 +4,8 @@ import { systemClock, type Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { Runner } from '../../types.ts';
 import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
-import { type Drop, encode, guarded, type Heartbeat, heartbeatSchema, isRecord, parse, subjects } from '../wire.ts';
+import type { Msg } from '@nats-io/transport-node';
+import { type Drop, encode, eventSenderSchema, guarded, type Heartbeat, heartbeatSchema, isRecord, parse, subjects, tryParse } from '../wire.ts';
 import { openNats, type NatsLink } from '../nats.ts';
 import { RemoteChild } from './remote-child.ts';
 import { RemoteRunner } from './remote-runner.ts';
@@ -56,6 +57,10 @@ export class Placement implements PlacementPort {
     link.nc.subscribe(subjects.heartbeats, {
       callback: guarded(this.logger, (m) => this.#heartbeat(parse(heartbeatSchema, m.data, this.logger, m.subject), m.subject)),
     });
+    // One subscription for every child's events and one for its requests (not three per child):
+    // a child costs the connection and the server no interest of its own.
+    link.nc.subscribe(subjects.allEvents, { callback: guarded(this.logger, (m) => this.#event(m)) });
+    link.nc.subscribe(subjects.requests, { callback: guarded(this.logger, (m) => this.#request(m)) });
   }
 
   /** Connects (one line and exit 2 at start when NATS or JetStream is missing: NatsStartError). */
@@ -143,11 +148,29 @@ export class Placement implements PlacementPort {
       this.link.nc.publish(subjects.drop(hb.worker), encode({ children: stale } satisfies Drop));
     }
     this.workers.heartbeat(hb);
+    // Steers that wait for a receipt: their notice may have been lost, so the worker hears again.
+    for (const c of this.#byWorker.get(hb.worker) ?? []) c.renotify();
+  }
+
+  #event(m: Msg): void {
+    const child = m.subject.slice('sr.ev.'.length);
+    const c = this.#children.get(child);
+    if (c) return c.onEvent(m.data, m.subject);
+    // About a child this control plane does not hold (finished, or another process's): fenced.
+    const from = tryParse(eventSenderSchema, m.data);
+    if (from) this.fence(from.worker, child, from.epoch);
+  }
+
+  #request(m: Msg): void {
+    const [, , child = '', kind = ''] = m.subject.split('.');
+    const c = this.#children.get(child);
+    if (c) return c.onRequest(m, kind);
+    if (m.reply) m.respond(encode({ ok: false, error: 'not the current assignment' }));
   }
 
   #lost(worker: string): void {
     const set = this.#byWorker.get(worker);
     this.#byWorker.delete(worker);
-    for (const c of set ?? []) void c.lost();
+    for (const c of set ?? []) c.lost();
   }
 }

@@ -1,5 +1,6 @@
 // What a remote child and its runner need of the placement (placement.ts implements it), kept
 // apart so that the placement, the child and the runner do not import each other.
+import type { Msg } from '@nats-io/transport-node';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { RunOutcome, RunnerContext, Steer, SteerCommit } from '../../types.ts';
@@ -17,10 +18,16 @@ export interface RemoteChildHandle {
   publishSteer(steer: Steer): void;
   committed(steer_id: string): Promise<SteerCommit> | undefined;
   disposeIfIdle(): void;
+  /** A worker's event about this child (`sr.ev.<child>`). */
+  onEvent(data: Uint8Array, subject: string): void;
+  /** A worker's request about this child (`sr.cp.<child>.<kind>`). */
+  onRequest(m: Msg, kind: string): void;
+  /** Tells the worker again that steers wait, if any do. */
+  renotify(): void;
   /** The runtime gave up on the run: the worker drops the child and its slot is free at once. */
   abandon(): void;
   /** Settles the child as `error` after the steer accounting (default reason `worker_lost`). */
-  lost(exit_reason?: string, message?: string): Promise<void>;
+  lost(exit_reason?: string, message?: string): void;
 }
 
 export interface PlacementPort {

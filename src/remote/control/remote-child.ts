@@ -1,6 +1,6 @@
 // One child on a worker, as the control plane runs it: its assignment (worker and epoch), the relay
 // of the worker's events into the child's real context, interrupt by request, and its loss.
-import type { Subscription } from '@nats-io/transport-node';
+import type { Msg } from '@nats-io/transport-node';
 import { isSubrunError } from '../../errors.ts';
 import {
   RunnerLostError,
@@ -18,7 +18,7 @@ import {
   assignReplySchema,
   encode,
   eventSenderSchema,
-  guarded,
+  type Inbound,
   parse,
   type SpawnReply,
   type SpawnRequest,
@@ -56,7 +56,6 @@ export class RemoteChild implements RemoteChildHandle {
   /** Opened by run(): a spawn or a receipt asked before it (a fast worker) waits for the context. */
   readonly #running = new Latch<RunnerContext>();
   #early: WorkerEvent[] = [];
-  #subs: Subscription[] = [];
   #tools = new Map<number, ToolCall>();
   #settle: { resolve(o: RunOutcome): void; reject(e: Error): void } | undefined;
   /** Opened once the child's end is decided: the worker's finish, or the loss. */
@@ -74,40 +73,43 @@ export class RemoteChild implements RemoteChildHandle {
     this.#ledger = new RemoteSteerLedger(this.#mailbox);
   }
 
-  /** Publishes an accepted steer (msgID = steer_id); the host hears `queued` once it is stored. */
+  /**
+   * Publishes an accepted steer (msgID = steer_id); the host hears `queued` once it is stored.
+   * Then the worker is told that steers wait: it asks for their receipt at its next delivery point.
+   */
   publishSteer(steer: Steer): void {
-    this.#mailbox.publish(steer);
+    void this.#mailbox.publish(steer).then((commit) => {
+      if (commit === 'refused') return;
+      this.#ledger.published();
+      this.#notify();
+    });
+  }
+
+  /** Tells the worker again that steers wait, if any do (heartbeats call it: a notice may be lost). */
+  renotify(): void {
+    if (this.#ledger.waiting) this.#notify();
+  }
+
+  #notify(): void {
+    if (!this.#ctx || this.worker === undefined || this.#settled.opened) return;
+    try {
+      this.#p.link.nc.publish(subjects.inbound(this.id), encode({ type: 'steer', epoch: this.epoch } satisfies Inbound));
+    } catch {
+      // The connection closed: the child is settled by the loss or the shutdown.
+    }
   }
 
   committed(steer_id: string): Promise<SteerCommit> | undefined {
     return this.#mailbox.committed(steer_id);
   }
 
-  /** Makes the mailbox, subscribes to the child's events and finds it a worker (child still queued). */
+  /** Finds the child a worker (the child is still queued meanwhile). */
   async place(ctx: RunnerContext): Promise<void> {
     this.#placing = true;
     try {
-      const { nc } = this.#p.link;
-      // During an outage a spawn waits (up to the bound) for NATS before it makes its mailbox.
+      // During an outage a spawn waits (up to the bound) for NATS before it is assigned.
       if (!(await this.#p.link.whenUp(this.#p.outage_ms))) throw new NatsUnavailableError();
-      await this.#mailbox.make();
       const log = this.#p.logger;
-      log.debug({ subagent_id: this.id }, 'placing: mailbox made');
-      this.#subs.push(nc.subscribe(subjects.events(this.id), { callback: guarded(log, (m) => this.#onEvent(m.data, m.subject)) }));
-      this.#subs.push(
-        nc.subscribe(subjects.spawn(this.id), {
-          callback: guarded(log, (m) => {
-            const req = parse(spawnRequestSchema, m.data, log, m.subject);
-            void this.#whenRunning().then((ctx) => m.respond(encode(this.#onSpawn(ctx, req))));
-          }),
-        }),
-        nc.subscribe(subjects.taken(this.id), {
-          callback: guarded(log, (m) => {
-            const req = parse(takenRequestSchema, m.data, log, m.subject);
-            void this.#onTaken(req).then((reply) => m.respond(encode(reply)));
-          }),
-        }),
-      );
       for (;;) {
         const w = await this.#p.workers.acquire(ctx.signal);
         if (!w) {
@@ -179,6 +181,8 @@ export class RemoteChild implements RemoteChildHandle {
     this.#ctx = ctx;
     this.#ledger.attach(ctx);
     this.#running.open(ctx);
+    // Steered while it waited for a worker: the worker hears of it now.
+    this.renotify();
     const done = new Promise<RunOutcome>((resolve, reject) => (this.#settle = { resolve, reject }));
     for (const ev of this.#early.splice(0)) this.#apply(ctx, ev);
     // Stopped (interrupt, timeout, an ancestor's stop): ask the worker; nobody there is a loss.
@@ -228,10 +232,11 @@ export class RemoteChild implements RemoteChildHandle {
     this.#p.logger.warn({ worker, subagent_id: this.id, epoch }, `child ${why} on its worker`);
     // Whatever it still holds there at this epoch must go.
     this.#p.fence(worker, this.id, epoch);
-    await this.lost('child_lost', `child ${this.id} ${why} on worker ${worker}`);
+    this.lost('child_lost', `child ${this.id} ${why} on worker ${worker}`);
   }
 
-  #onEvent(data: Uint8Array, subject: string): void {
+  /** A worker's event about this child (the placement routes `sr.ev.<child>` here). */
+  onEvent(data: Uint8Array, subject: string): void {
     const ev = parse(workerEventSchema, data, this.#p.logger, subject);
     if (!ev) {
       // Malformed, but from a sender we can name at a stale epoch: fence it all the same.
@@ -291,12 +296,24 @@ export class RemoteChild implements RemoteChildHandle {
     return req !== undefined && req.epoch === this.epoch && req.worker === this.worker && !this.#settled.opened;
   }
 
-  /** A worker asks for the taken receipt of steers it fetched; recorded before it is answered. */
+  /** A worker's request about this child (the placement routes `sr.cp.<child>.*` here). */
+  onRequest(m: Msg, kind: string): void {
+    const log = this.#p.logger;
+    if (kind === 'spawn') {
+      const req = parse(spawnRequestSchema, m.data, log, m.subject);
+      void this.#whenRunning().then((ctx) => m.respond(encode(this.#onSpawn(ctx, req))));
+    } else if (kind === 'taken') {
+      const req = parse(takenRequestSchema, m.data, log, m.subject);
+      void this.#onTaken(req).then((reply) => m.respond(encode(reply)));
+    }
+  }
+
+  /** A worker asks for the taken receipt of the steers that wait; recorded before it is answered. */
   async #onTaken(req: TakenRequest | undefined): Promise<TakenReply> {
     const ctx = await this.#whenRunning();
-    if (!ctx || !this.#current(req) || !req) return { ok: false, error: 'not the current assignment' };
+    if (!ctx || !this.#current(req)) return { ok: false, error: 'not the current assignment' };
     // Lost or fenced while the publishes settled: nothing may be handed over any more.
-    const steers = await this.#ledger.grant(req.steer_ids, () => this.#current(req));
+    const steers = await this.#ledger.grant(() => this.#current(req));
     return steers ? { ok: true, steers } : { ok: false, error: 'not the current assignment' };
   }
 
@@ -342,16 +359,13 @@ export class RemoteChild implements RemoteChildHandle {
   }
 
   /** The worker (or the child on it) is gone: account for every steer, then settle as `error`. */
-  async lost(exit_reason = 'worker_lost', message = `worker ${this.worker ?? '?'} lost`): Promise<void> {
+  lost(exit_reason = 'worker_lost', message = `worker ${this.worker ?? '?'} lost`): void {
     if (this.#settled.opened) return;
     this.#settled.open();
-    const maybe = await this.#ledger.settleLoss();
-    this.#settle?.reject(new RunnerLostError(message, exit_reason, maybe));
+    this.#settle?.reject(new RunnerLostError(message, exit_reason, this.#ledger.settleLoss()));
   }
 
   #cleanup(): void {
-    for (const s of this.#subs) s.unsubscribe();
-    this.#subs = [];
     if (this.worker !== undefined && this.#waitingOn === 0) this.#p.workers.release(this.worker);
     this.#p.unbind(this);
     void this.#mailbox.dispose();
@@ -364,8 +378,6 @@ export class RemoteChild implements RemoteChildHandle {
 
   /** A child that never ran (stopped while queued): its mailbox goes too. */
   disposeUnplaced(): void {
-    for (const s of this.#subs) s.unsubscribe();
-    this.#subs = [];
     this.#p.unbind(this);
     void this.#mailbox.dispose();
   }

@@ -1,6 +1,7 @@
 // A remote child's steers as the control plane accounts them: the worker's taken receipts (granted
 // here, before any steer can reach a model request), its deliveries, and the loss, after which
-// every steer has exactly one of three fates (docs/scale-out.md, "Exact accounting").
+// every steer has exactly one of three fates (docs/scale-out.md, "Exact accounting"). The ledger
+// alone decides: what the mailbox stream holds is the steers' durable copy, not their state.
 import type { RunnerContext, Steer } from '../../types.ts';
 import type { ChildMailbox } from './child-mailbox.ts';
 
@@ -14,6 +15,7 @@ export class RemoteSteerLedger {
   /** Steers holding a taken receipt: the worker may have put them in a model request. */
   readonly #granted = new Set<string>();
   #ctx: RunnerContext | undefined;
+  #unasked = false;
 
   constructor(mailbox: ChildMailbox) {
     this.#mailbox = mailbox;
@@ -24,22 +26,17 @@ export class RemoteSteerLedger {
   }
 
   /**
-   * The receipt for `ids` (steers the worker fetched): every undelivered steer accepted up to the
-   * latest of them, in acceptance order, recorded as granted before the worker hears of it. A
-   * steer whose publish is still in flight is waited for first, so the prefix has no hole a later
-   * publish could fill: FIFO per child holds whatever the mailbox handed over first. Undefined
-   * (nothing granted) if `current` says the asker lost its assignment meanwhile.
+   * The receipt: every undelivered steer, in acceptance order, recorded as granted before the
+   * worker hears of it (granted again if an earlier answer was lost). Publishes still in flight
+   * are waited for first, so no steer is handed over while an earlier one is undecided: FIFO per
+   * child. Undefined (nothing granted) if `current` says the asker lost its assignment meanwhile.
    */
-  async grant(ids: readonly string[], current: () => boolean): Promise<Steer[] | undefined> {
+  async grant(current: () => boolean): Promise<Steer[] | undefined> {
     await this.#mailbox.settled();
     if (!current()) return undefined;
+    this.#unasked = false;
     this.#pull();
-    let line = -1;
-    for (const id of ids) {
-      const s = this.#pending.get(id);
-      if (s && s.seq > line) line = s.seq;
-    }
-    const granted = [...this.#pending.values()].filter((s) => s.seq <= line).sort((a, b) => a.seq - b.seq);
+    const granted = [...this.#pending.values()].sort((a, b) => a.seq - b.seq);
     for (const s of granted) this.#granted.add(s.steer_id);
     return granted;
   }
@@ -61,14 +58,22 @@ export class RemoteSteerLedger {
   }
 
   /**
-   * The worker is gone: a granted steer its worker acked (gone from the mailbox) was delivered even
-   * if the word of it was lost; the other granted ones may have been; every steer without a
-   * receipt was not (maybe_delivered false), whatever JetStream had handed the dead worker's pull.
+   * The worker is gone: a steer holding a receipt may have reached the model (maybe delivered);
+   * every other one did not, whatever JetStream or the network held (maybe_delivered false).
    * Returns the ids that may have been delivered.
    */
-  async settleLoss(): Promise<ReadonlySet<string>> {
-    if (this.#granted.size > 0) this.confirm(await this.#mailbox.acked([...this.#granted]));
+  settleLoss(): ReadonlySet<string> {
     return new Set(this.#granted);
+  }
+
+  /** A steer's publish settled (stored, or unknown): it waits for a receipt. */
+  published(): void {
+    this.#unasked = true;
+  }
+
+  /** Whether a steer published since the last receipt waits for one (a notice may have been lost). */
+  get waiting(): boolean {
+    return this.#unasked;
   }
 
   /** Moves what the runtime queued for the child into #pending, in acceptance order. */

@@ -119,7 +119,7 @@ export class WorkerContext implements RunnerContext {
     };
   }
 
-  /** The control plane's taken receipts for what the mailbox fetched: asked for right before a delivery point. */
+  /** The control plane's taken receipt for the steers that wait: asked for right before a delivery point. */
   prepareDelivery(): Promise<void> {
     return this.#open ? this.#mailbox.prepare() : Promise.resolve();
   }
@@ -136,11 +136,11 @@ export class WorkerContext implements RunnerContext {
   }
 
   /**
-   * Only granted steers: one fetched without its receipt (a runner that did not await
-   * prepareDelivery) asks for it now, and is delivered at the next delivery point.
+   * Only granted steers: a runner that did not await prepareDelivery asks for the receipt now,
+   * and gets those steers at its next delivery point.
    */
   #take(): Steer[] {
-    if (this.#mailbox.unreceipted) void this.#mailbox.prepare();
+    if (this.#mailbox.noticed) void this.#mailbox.prepare();
     return this.#mailbox.take();
   }
 

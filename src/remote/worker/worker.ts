@@ -149,8 +149,8 @@ export class Worker {
   }
 
   #start(a: Assign, runner: Runner): void {
-    const { nc, js, jsm } = this.#link;
-    const mailbox = new Mailbox({ clock: this.#clock, ask: (steer_ids) => this.#receipt(a, steer_ids) });
+    const { nc } = this.#link;
+    const mailbox = new Mailbox({ clock: this.#clock, ask: () => this.#receipt(a) });
     const results = new Map<string, (entries: CompletionEntry[]) => void>();
     const base = { epoch: a.epoch, worker: this.id };
     const send = (ev: object) => nc.publish(subjects.events(a.child), encode({ ...ev, ...base }));
@@ -185,18 +185,15 @@ export class Worker {
         callback: guarded(log, (m) => {
           const msg = parse(inboundSchema, m.data, log, m.subject);
           if (!msg) return;
+          if (msg.type === 'steer') {
+            if (msg.epoch === a.epoch) mailbox.notice();
+            return;
+          }
           results.get(msg.delegation_id)?.(msg.entries);
           results.delete(msg.delegation_id);
         }),
       }),
     );
-    void (async () => {
-      try {
-        await mailbox.open(js, jsm, a.child);
-      } catch (err) {
-        this.#options.logger.warn({ subagent_id: a.child, err: describe(err) }, 'mailbox not available');
-      }
-    })();
     void this.#run(held, runner);
   }
 
@@ -217,11 +214,11 @@ export class Worker {
   }
 
   /**
-   * The control plane's taken receipt for steers this child fetched: until it answers, none of
-   * them may reach a model request. No answer (the control plane gone or restarting): undefined.
+   * The control plane's taken receipt for the steers waiting for this child: until it answers,
+   * none of them may reach a model request. No answer (the control plane gone or restarting): undefined.
    */
-  async #receipt(a: Assign, steer_ids: readonly string[]): Promise<readonly Steer[] | undefined> {
-    const req: TakenRequest = { epoch: a.epoch, worker: this.id, steer_ids };
+  async #receipt(a: Assign): Promise<readonly Steer[] | undefined> {
+    const req: TakenRequest = { epoch: a.epoch, worker: this.id };
     try {
       const m = await this.#link.nc.request(subjects.taken(a.child), encode(req), { timeout: RECEIPT_MS });
       const reply = tryParse(takenReplySchema, m.data);
