@@ -313,6 +313,8 @@ export interface ChildJournal {
   /** Children whose entry was never written: the last process died while they ran or waited. */
   unfinished(): StoredChild[];
   child(subagent_id: string): StoredChild | undefined;
+  /** The children of one delegation, by task_index (finished ones with their entries). */
+  delegationChildren(delegation_id: string): StoredChild[];
   /** The revival of `subagent_id` (subagent.revive): a second one is refused. */
   revived(subagent_id: string, revived_as: string): void;
 }

@@ -25,4 +25,9 @@ export interface ChildBirth extends ChildIdentity {
   /** A revival (subagent.revive): the lost child it continues, and that child's last progress. */
   readonly revived_from?: string;
   readonly restored?: RestoredRun;
+  /**
+   * A child that still runs elsewhere after a restart (on a remote worker): rebuilt as it was
+   * (running since `started_at`, its transcript), it continues instead of starting again.
+   */
+  readonly adopted?: { readonly started_at: number; readonly tail: string };
 }

@@ -181,6 +181,13 @@ export class ChildRecord {
     this.appendLine(`[start] ${this.goal}`);
   }
 
+  /** Queued -> running as it already was before a restart (an adopted child): no new start line. */
+  resume(started_at: number, tail: string): void {
+    this.#status = 'running';
+    this.#startedAt = started_at;
+    if (tail !== '') this.#transcript.append(tail);
+  }
+
   /** A whole line of text the child said: its last said text, and a transcript line. */
   said(text: string): void {
     this.#lastText = text;

@@ -97,8 +97,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
       max_queued_steer_bytes: v['max-queued-steer-bytes'],
       retain_finished: v['retain-finished'],
       checkpoint_ms: v['checkpoint-ms'],
-      // With --nats every child runs on a worker; the runtime itself is the same.
-      ...(remote ? { runner_kinds: remote.kinds(localKinds) } : {}),
+      // With --nats every child runs on a worker; the runtime itself is the same. With a store, a
+      // child the last process left running on a worker is adopted there, not settled.
+      ...(remote ? { runner_kinds: remote.kinds(localKinds), ...(store ? { adopt: remote.adopter() } : {}) } : {}),
     },
     openai,
     default_runner: remote
@@ -108,6 +109,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
         : undefined,
     logger,
   });
+  // Only now, the adopted children known: the workers' heartbeats and events (events are acked
+  // once what they caused is written).
+  await remote?.start(store ? () => store.flush() : undefined);
 
   const grace = v['shutdown-grace-ms'] ?? 5_000;
   let listener: WsListener | undefined;

@@ -215,7 +215,7 @@ export function spawn(
 }
 
 /** Collects one delegation's entries by task_index; resolves when the last child settles. */
-class Batch implements SettleListener {
+export class Batch implements SettleListener {
   readonly #entries: CompletionEntry[];
   #left: number;
   #resolve!: (entries: CompletionEntry[]) => void;
@@ -230,7 +230,7 @@ class Batch implements SettleListener {
     this.results = new Promise((resolve) => (this.#resolve = resolve));
   }
 
-  childSettled(record: ChildRecord, entry: CompletionEntry): void {
+  childSettled(record: Pick<ChildRecord, 'task_index'>, entry: CompletionEntry): void {
     this.#entries[record.task_index] = entry;
     if (--this.#left !== 0) return;
     // Released in the same turn as the resolve: a caller's `await results` runs in this turn's

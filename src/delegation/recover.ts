@@ -28,13 +28,15 @@ function lastSaid(tail: string): string {
 }
 
 /**
- * Settles every child the journal never saw finish, descendants first (the journal lists them
+ * Settles every child the journal never saw finish (but those `adopted`), descendants first (the journal lists them
  * deepest first): status `error`, exit_reason `server_restart`, its undelivered steers missed
  * (`maybe_delivered` for those a model request had taken). Written before anything is served.
  */
-export function settleLost(journal: ChildJournal, now: number): SettledChild[] {
+export function settleLost(journal: ChildJournal, now: number, adopted?: ReadonlyMap<string, unknown>): SettledChild[] {
   const out: SettledChild[] = [];
   for (const child of journal.unfinished()) {
+    // Still running elsewhere, and continued (adopt.ts).
+    if (adopted?.has(child.subagent_id)) continue;
     const missed = child.steers.filter((s) => s.state !== 'delivered');
     const entry = buildCompletionEntry({
       task_index: child.task_index,

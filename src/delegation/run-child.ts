@@ -24,10 +24,13 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
   readonly #core: Core;
   #timeout: unknown;
   #grace: unknown;
+  /** Rebuilt after a restart while it still runs elsewhere: resumed, not started (ChildBirth.adopted). */
+  readonly #adopted: ChildInit['adopted'];
 
   /** Makes and registers the child's record; one stopped while still queued completes at once. */
   constructor(core: Core, init: ChildInit) {
     this.#core = core;
+    this.#adopted = init.adopted;
     const runner = init.runner;
     // Called through `hook.call(runner, ...)`: the runner stays its `this`.
     // eslint-disable-next-line @typescript-eslint/unbound-method
@@ -37,21 +40,23 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
     this.ctx = new ChildContext(core, record);
     core.registry.add(record);
     record.parent?.addLiveChild(record);
-    core.journal?.spawned({
-      subagent_id: record.subagent_id,
-      parent_id: record.parent_id,
-      depth: record.depth,
-      delegation_id: record.delegation_id,
-      task_index: record.task_index,
-      task_count: record.task_count,
-      goal: record.goal,
-      context: record.context,
-      agent: record.agent,
-      model: record.model,
-      owner: record.owner,
-      timeout_ms: record.timeout_ms,
-      revived_from: record.revived_from,
-    });
+    // An adopted child is in the journal already, as it was.
+    if (init.adopted === undefined)
+      core.journal?.spawned({
+        subagent_id: record.subagent_id,
+        parent_id: record.parent_id,
+        depth: record.depth,
+        delegation_id: record.delegation_id,
+        task_index: record.task_index,
+        task_count: record.task_count,
+        goal: record.goal,
+        context: record.context,
+        agent: record.agent,
+        model: record.model,
+        owner: record.owner,
+        timeout_ms: record.timeout_ms,
+        revived_from: record.revived_from,
+      });
   }
 
   /**
@@ -78,9 +83,12 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- childStopped() may finish the child while it is being placed
         if (record.finished || record.status !== 'queued') return;
       }
-      record.start(core.clock.now());
-      core.journal?.started(record.subagent_id, core.clock.now());
-      core.emitAbout('subagent.start', record);
+      if (this.#adopted) record.resume(this.#adopted.started_at, this.#adopted.tail);
+      else {
+        record.start(core.clock.now());
+        core.journal?.started(record.subagent_id, core.clock.now());
+        core.emitAbout('subagent.start', record);
+      }
       if (record.timeout_ms !== undefined) this.#timeout = core.clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
 
       let settled: Settled;

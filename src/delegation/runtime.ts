@@ -8,6 +8,7 @@ import { builtinRunnerKinds, type RunnerKinds } from './runners/kinds.ts';
 import { scripted } from './runners/scripted.ts';
 import type { ChildJournal, DelegationHandle, Owner, Runner, Scope, SteerFate, TaskSpec } from '../types.ts';
 import { revive, settleLost, type Revived, type ReviveOptions, type SettledChild } from './recover.ts';
+import { adoptChosen, chooseAdoptions, type Adopter } from './adopt.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds, type IdMaker } from '../ids.ts';
 import { silentLogger, type Logger } from '../log.ts';
@@ -60,6 +61,11 @@ export interface RuntimeOptions {
    * answer (the server's methods commit once, before they reply).
    */
   readonly commit?: 'each_call' | 'by_caller';
+  /**
+   * With a store: claims children the last process left running elsewhere (a remote worker's,
+   * which kept running them), so that they continue instead of being settled as lost.
+   */
+  readonly adopt?: Adopter;
 }
 
 export interface DelegateCallOptions {
@@ -236,7 +242,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     spawn: (parent, tasks, opts, owner, revival) => spawn(core, parent, tasks, opts, owner, revival),
   };
   // Settled before anything can be asked of this runtime: a lost child is never seen "running".
-  const recovered = journal ? settleLost(journal, clock.now()) : [];
+  // Children still running elsewhere are adopted instead (decided first, rebuilt once the rest is
+  // settled, so their delegations hold every sibling's entry).
+  const adopted = journal && options.adopt ? chooseAdoptions(journal, options.adopt) : undefined;
+  const recovered = journal ? settleLost(journal, clock.now(), adopted) : [];
+  if (journal && adopted && adopted.size > 0) adoptChosen(core, journal, adopted);
   /** Written before the caller is told (a library caller has no reply to hold back). */
   const written = <T>(value: T): T => {
     if (options.commit !== 'by_caller') journal?.flush();

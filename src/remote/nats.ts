@@ -1,6 +1,6 @@
 // The NATS connection of the control plane and of each worker: checked at start (reachable, JetStream,
 // the steer stream) so a bad server is one line and exit 2; afterwards it reconnects for ever.
-import { connect, RequestError, type NatsConnection } from '@nats-io/transport-node';
+import { connect, errors, RequestError, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { systemClock, type Clock } from '../clock.ts';
 import { STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './wire.ts';
@@ -111,6 +111,11 @@ async function ensureSteerStream(jsm: JetStreamManager): Promise<void> {
   }
   // A stream made by an older release has no max age: it gets one.
   if (info.config.max_age !== STEER_MAX_AGE_NS) await jsm.streams.update(STEER_STREAM, { max_age: STEER_MAX_AGE_NS });
+}
+
+/** A request that got no answer within its timeout. */
+export function isTimeout(err: unknown): boolean {
+  return err instanceof errors.TimeoutError || (err instanceof RequestError && err.cause instanceof errors.TimeoutError);
 }
 
 /** A request nobody is subscribed to answer (the subject's service is gone). */

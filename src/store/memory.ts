@@ -36,6 +36,7 @@ export function memoryStore(): ServerStore {
     loadDelegation: () => undefined,
     openDelegations: () => [],
     unfinished: () => [],
+    delegationChildren: () => [],
     child: () => undefined,
     revived: nothing,
     stats: () => undefined,

@@ -277,6 +277,11 @@ export class SqliteStore implements ServerStore {
     return r ? this.#withSteers(r) : undefined;
   }
 
+  delegationChildren(delegation_id: string): StoredChild[] {
+    this.#settled();
+    return this.#st.delegationChildren.all(delegation_id).map((r) => this.#withSteers(r));
+  }
+
   #withSteers(r: ChildRowData): StoredChild {
     return childFromRow(r, r.entry === null ? this.#st.steersOf.all(r.subagent_id) : []);
   }

@@ -97,6 +97,7 @@ export interface Statements {
   readonly delegationEntries: Statement<[string], string>;
   readonly unfinished: Statement<[], ChildRowData>;
   readonly child: Statement<[string], ChildRowData>;
+  readonly delegationChildren: Statement<[string], ChildRowData>;
   readonly steersOf: Statement<[string], SteerRowData>;
 }
 
@@ -156,6 +157,7 @@ export function statements(db: Db): Statements {
     delegationEntries: db.prepare<[string], string>('SELECT entry FROM children WHERE delegation_id = ? AND entry IS NOT NULL ORDER BY task_index'),
     unfinished: db.prepare<[], ChildRowData>('SELECT * FROM children WHERE entry IS NULL ORDER BY depth DESC'),
     child: db.prepare<[string], ChildRowData>('SELECT * FROM children WHERE subagent_id = ?'),
+    delegationChildren: db.prepare<[string], ChildRowData>('SELECT * FROM children WHERE delegation_id = ? ORDER BY task_index'),
     steersOf: db.prepare<[string], SteerRowData>('SELECT steer_id, seq, text, state, requeued_from FROM steers WHERE subagent_id = ? ORDER BY seq'),
   };
 }

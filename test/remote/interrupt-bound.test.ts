@@ -76,6 +76,7 @@ function rig() {
     bind() {},
     unbind: (c) => void children.delete(c.id),
     fence: (worker, child, e) => void fenced.push({ worker, child, epoch: e }),
+    caughtUp: () => Promise.resolve(),
   };
   return { clock, rt, find, nats, fenced, workers, children, runner: new RemoteRunner(port, { kind: 'scripted' }, 'remote') };
 }

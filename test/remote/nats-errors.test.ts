@@ -2,7 +2,7 @@
 // answers, as the client really reports it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { isNoResponders } from '../../src/remote/nats.ts';
+import { isNoResponders, isTimeout } from '../../src/remote/nats.ts';
 import { startNats, type Nats } from '../helpers/nats.ts';
 
 let nats: Nats;
@@ -33,5 +33,14 @@ describe('isNoResponders', () => {
     const silent = nc.subscribe('quiet.silent');
     expect(isNoResponders(await rejection(nc.request('quiet.silent', 'x', { timeout: 50 })))).toBe(false);
     silent.unsubscribe();
+  });
+});
+
+describe('isTimeout', () => {
+  it('is true for a request nobody answers in time, false for no responders', async () => {
+    const silent = nc.subscribe('quiet.slow');
+    expect(isTimeout(await rejection(nc.request('quiet.slow', 'x', { timeout: 50 })))).toBe(true);
+    silent.unsubscribe();
+    expect(isTimeout(await rejection(nc.request('quiet.none', 'x', { timeout: 2000 })))).toBe(false);
   });
 });

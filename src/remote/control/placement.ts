@@ -7,11 +7,13 @@ import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
 import type { Msg } from '@nats-io/transport-node';
 import { type Drop, encode, eventSenderSchema, guarded, type Heartbeat, heartbeatSchema, isRecord, parse, subjects, tryParse } from '../wire.ts';
 import { openNats, type NatsLink } from '../nats.ts';
-import { RemoteChild } from './remote-child.ts';
+import { RemoteChild, type RemoteProgress } from './remote-child.ts';
 import { RemoteRunner } from './remote-runner.ts';
 import { WorkerTable } from './worker-table.ts';
 import { PreassignedIds } from './preassigned-ids.ts';
 import type { PlacementPort, RemoteChildHandle } from './port.ts';
+import { EventFeed } from './event-feed.ts';
+import type { Adopter } from '../../delegation/adopt.ts';
 
 export interface PlacementOptions {
   readonly url: string;
@@ -38,6 +40,9 @@ export class Placement implements PlacementPort {
   /** Children bound to a worker, for the loss. */
   readonly #byWorker = new Map<string, Set<RemoteChildHandle>>();
   #epoch = 0;
+  #feed: EventFeed | undefined;
+  /** The agent spec of tasks that name none (an adopted default child runs it again). */
+  #defaultSpec: Record<string, unknown> = { kind: 'scripted' };
 
   private constructor(link: NatsLink, options: Omit<PlacementOptions, 'url'>) {
     this.link = link;
@@ -54,13 +59,56 @@ export class Placement implements PlacementPort {
       downSince: () => link.downSince,
       onLost: (worker) => this.#lost(worker),
     });
-    link.nc.subscribe(subjects.heartbeats, {
+  }
+
+  /**
+   * Starts listening to the workers, once the runtime has adopted what the last process left
+   * running (a heartbeat before that would fence those children). One subscription for every
+   * child's requests and one durable feed for every child's events (not three per child): a child
+   * costs the connection and the server no interest of its own. `flush` commits the store before
+   * an event is acked.
+   */
+  async start(flush?: () => void): Promise<void> {
+    const { nc } = this.link;
+    this.#feed = await EventFeed.open({
+      link: this.link,
+      logger: this.logger,
+      onEvent: (subject, data) => this.#event(subject, data),
+      ...(flush ? { flush } : {}),
+    });
+    nc.subscribe(subjects.requests, { callback: guarded(this.logger, (m) => this.#request(m)) });
+    nc.subscribe(subjects.heartbeats, {
       callback: guarded(this.logger, (m) => this.#heartbeat(parse(heartbeatSchema, m.data, this.logger, m.subject), m.subject)),
     });
-    // One subscription for every child's events and one for its requests (not three per child):
-    // a child costs the connection and the server no interest of its own.
-    link.nc.subscribe(subjects.allEvents, { callback: guarded(this.logger, (m) => this.#event(m)) });
-    link.nc.subscribe(subjects.requests, { callback: guarded(this.logger, (m) => this.#request(m)) });
+  }
+
+  /** Every worker event handled so far that the stream held when asked (see EventFeed.caughtUp). */
+  caughtUp(): Promise<void> {
+    return this.#feed?.caughtUp() ?? Promise.resolve();
+  }
+
+  /**
+   * After a restart: a child the last process left running on a worker (its saved progress names
+   * the worker and the epoch) is adopted there; anything else is settled by the runtime.
+   */
+  adopter(): Adopter {
+    return (child) => {
+      const at = remoteProgress(child.checkpoint);
+      if (!at || child.agent === 'object') return undefined;
+      const spec = child.agent === 'default' ? this.#defaultSpec : child.agent.spec;
+      if (!isRecord(spec)) return undefined;
+      const c = this.child(child.subagent_id, spec);
+      c.adopt(at.worker, at.epoch);
+      this.#epoch = Math.max(this.#epoch, at.epoch);
+      // Its worker counts as alive until its heartbeats say otherwise (or their absence: lost).
+      this.workers.expect(at.worker);
+      this.logger.info({ subagent_id: child.subagent_id, worker: at.worker, epoch: at.epoch }, 'adopted a child still running on its worker');
+      return {
+        runner: new RemoteRunner(this, spec, child.model),
+        restored: (taken) => c.restoreGranted(taken),
+        delegation: (delegation_id, results) => c.resumeDelegation(delegation_id, results),
+      };
+    };
   }
 
   /** Connects (one line and exit 2 at start when NATS or JetStream is missing: NatsStartError). */
@@ -91,6 +139,7 @@ export class Placement implements PlacementPort {
 
   /** The runner for tasks that name none: the given kind's default spec, on a worker. */
   defaultRunner(kind: string, model: string): Runner {
+    this.#defaultSpec = { kind };
     return new RemoteRunner(this, { kind }, model);
   }
 
@@ -129,6 +178,7 @@ export class Placement implements PlacementPort {
   }
 
   async close(): Promise<void> {
+    this.#feed?.close();
     this.workers.close();
     await this.link.close();
   }
@@ -152,12 +202,12 @@ export class Placement implements PlacementPort {
     for (const c of this.#byWorker.get(hb.worker) ?? []) c.renotify();
   }
 
-  #event(m: Msg): void {
-    const child = m.subject.slice('sr.ev.'.length);
+  #event(subject: string, data: Uint8Array): void {
+    const child = subject.slice('sr.ev.'.length);
     const c = this.#children.get(child);
-    if (c) return c.onEvent(m.data, m.subject);
+    if (c) return c.onEvent(data, subject);
     // About a child this control plane does not hold (finished, or another process's): fenced.
-    const from = tryParse(eventSenderSchema, m.data);
+    const from = tryParse(eventSenderSchema, data);
     if (from) this.fence(from.worker, child, from.epoch);
   }
 
@@ -173,4 +223,11 @@ export class Placement implements PlacementPort {
     this.#byWorker.delete(worker);
     for (const c of set ?? []) c.lost();
   }
+}
+
+/** The remote assignment a child's saved progress names, if it is one. */
+function remoteProgress(checkpoint: unknown): RemoteProgress['remote'] | undefined {
+  if (!isRecord(checkpoint) || !isRecord(checkpoint.remote)) return undefined;
+  const { worker, epoch } = checkpoint.remote;
+  return typeof worker === 'string' && worker !== '' && typeof epoch === 'number' && Number.isInteger(epoch) ? { worker, epoch } : undefined;
 }

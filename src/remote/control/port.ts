@@ -3,7 +3,7 @@
 import type { Msg } from '@nats-io/transport-node';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
-import type { RunOutcome, RunnerContext, Steer, SteerCommit } from '../../types.ts';
+import type { CompletionEntry, RunOutcome, RunnerContext, Steer, SteerCommit } from '../../types.ts';
 import type { NatsLink } from '../nats.ts';
 import type { PreassignedIds } from './preassigned-ids.ts';
 import type { WorkerTable } from './worker-table.ts';
@@ -24,6 +24,9 @@ export interface RemoteChildHandle {
   onRequest(m: Msg, kind: string): void;
   /** Tells the worker again that steers wait, if any do. */
   renotify(): void;
+  adopt(worker: string, epoch: number): void;
+  restoreGranted(taken: readonly Steer[]): void;
+  resumeDelegation(delegation_id: string, results: Promise<CompletionEntry[]>): void;
   /** The runtime gave up on the run: the worker drops the child and its slot is free at once. */
   abandon(): void;
   /** Settles the child as `error` after the steer accounting (default reason `worker_lost`). */
@@ -44,4 +47,6 @@ export interface PlacementPort {
   bind(c: RemoteChildHandle): void;
   unbind(c: RemoteChildHandle): void;
   fence(worker: string, child: string, epoch: number): void;
+  /** Resolves once the workers' events the stream holds by now are handled. */
+  caughtUp(): Promise<void>;
 }

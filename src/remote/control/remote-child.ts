@@ -4,13 +4,13 @@ import type { Msg } from '@nats-io/transport-node';
 import { isSubrunError } from '../../errors.ts';
 import {
   RunnerLostError,
+  type CompletionEntry,
   type DelegationHandle,
   type RunOutcome,
   type RunnerContext,
   type Steer,
   type SteerCommit,
   type TaskSpec,
-  type ToolCall,
 } from '../../types.ts';
 import {
   type Assign,
@@ -35,6 +35,7 @@ import { describe, isNoResponders } from '../nats.ts';
 import { Latch, within } from '../wait.ts';
 import { ChildMailbox } from './child-mailbox.ts';
 import { RemoteSteerLedger } from './steer-ledger.ts';
+import { EventRelay } from './relay.ts';
 import type { PlacementPort, RemoteChildHandle } from './port.ts';
 import { NatsUnavailableError, type WorkerState } from './worker-table.ts';
 
@@ -43,12 +44,18 @@ const REQUEST_MS = 2000;
 /** Interrupt requests left unanswered (each after REQUEST_MS) before the child counts as unreachable. */
 export const INTERRUPT_TRIES = 5;
 
+/** What a remote child's runner saves as its progress: where the child runs. */
+export interface RemoteProgress {
+  readonly remote: { readonly worker: string; readonly epoch: number };
+}
+
 export class RemoteChild implements RemoteChildHandle {
   readonly id: string;
   readonly #p: PlacementPort;
   readonly #agent: Record<string, unknown>;
   readonly #mailbox: ChildMailbox;
   readonly #ledger: RemoteSteerLedger;
+  readonly #relay: EventRelay;
   worker: string | undefined;
   epoch = 0;
   /** The child's real context, from run() on; events before it (a fast worker) wait in #early. */
@@ -56,7 +63,6 @@ export class RemoteChild implements RemoteChildHandle {
   /** Opened by run(): a spawn or a receipt asked before it (a fast worker) waits for the context. */
   readonly #running = new Latch<RunnerContext>();
   #early: WorkerEvent[] = [];
-  #tools = new Map<number, ToolCall>();
   #settle: { resolve(o: RunOutcome): void; reject(e: Error): void } | undefined;
   /** Opened once the child's end is decided: the worker's finish, or the loss. */
   readonly #settled = new Latch();
@@ -64,6 +70,10 @@ export class RemoteChild implements RemoteChildHandle {
   #waitingOn = 0;
   #placeError: Error | undefined;
   #placing = false;
+  /** Rebuilt after a control-plane restart on the worker it already runs on. */
+  #adopted = false;
+  /** Its delegations (by id): a spawn asked again is answered, not made twice. */
+  readonly #delegations = new Set<string>();
 
   constructor(placement: PlacementPort, id: string, agent: Record<string, unknown>) {
     this.#p = placement;
@@ -71,6 +81,10 @@ export class RemoteChild implements RemoteChildHandle {
     this.#agent = agent;
     this.#mailbox = new ChildMailbox(placement, id);
     this.#ledger = new RemoteSteerLedger(this.#mailbox);
+    this.#relay = new EventRelay(this.#ledger, (outcome) => {
+      this.#settled.open();
+      this.#settle?.resolve(outcome);
+    });
   }
 
   /**
@@ -106,6 +120,8 @@ export class RemoteChild implements RemoteChildHandle {
   /** Finds the child a worker (the child is still queued meanwhile). */
   async place(ctx: RunnerContext): Promise<void> {
     this.#placing = true;
+    // Adopted after a restart: it runs on its worker already.
+    if (this.#adopted) return;
     try {
       // During an outage a spawn waits (up to the bound) for NATS before it is assigned.
       if (!(await this.#p.link.whenUp(this.#p.outage_ms))) throw new NatsUnavailableError();
@@ -163,6 +179,8 @@ export class RemoteChild implements RemoteChildHandle {
     }
     if (reply?.ok) {
       this.#p.bind(this);
+      // Where it runs, in the child's progress: a restarted control plane adopts it there.
+      ctx.saveProgress({ remote: { worker: w.id, epoch: this.epoch } } satisfies RemoteProgress);
       return 'assigned';
     }
     this.#p.workers.release(w.id);
@@ -184,7 +202,7 @@ export class RemoteChild implements RemoteChildHandle {
     // Steered while it waited for a worker: the worker hears of it now.
     this.renotify();
     const done = new Promise<RunOutcome>((resolve, reject) => (this.#settle = { resolve, reject }));
-    for (const ev of this.#early.splice(0)) this.#apply(ctx, ev);
+    for (const ev of this.#early.splice(0)) this.#relay.apply(ctx, ev);
     // Stopped (interrupt, timeout, an ancestor's stop): ask the worker; nobody there is a loss.
     const onAbort = () => void this.#interrupt();
     if (ctx.signal.aborted) onAbort();
@@ -217,8 +235,8 @@ export class RemoteChild implements RemoteChildHandle {
   /**
    * The child cannot be reached on its worker at this epoch: settle it alone unless its finish
    * comes first. No responders is certain (nobody holds the child's subject) and the finish it
-   * may have sent before letting go left on the worker's connection ahead of that: a round trip
-   * to the server (flush) is enough to have it. A child that is there but silent gets a moment.
+   * may have sent before letting go is in the event stream ahead of that: reading the stream up
+   * to its end is enough to have it. A child that is there but silent gets a moment.
    */
   async #gone(worker: string, epoch: number, why: string, silent: boolean): Promise<void> {
     if (silent) await within(this.#p.clock, REQUEST_MS, this.#settled.promise);
@@ -226,7 +244,7 @@ export class RemoteChild implements RemoteChildHandle {
       await within(
         this.#p.clock,
         REQUEST_MS,
-        this.#p.link.nc.flush().catch(() => undefined),
+        this.#p.caughtUp().catch(() => undefined),
       );
     if (this.#settled.opened || this.worker !== worker || this.epoch !== epoch) return;
     this.#p.logger.warn({ worker, subagent_id: this.id, epoch }, `child ${why} on its worker`);
@@ -249,42 +267,8 @@ export class RemoteChild implements RemoteChildHandle {
       this.#p.fence(ev.worker, this.id, ev.epoch);
       return;
     }
-    if (this.#ctx) this.#apply(this.#ctx, ev);
+    if (this.#ctx) this.#relay.apply(this.#ctx, ev);
     else this.#early.push(ev);
-  }
-
-  #apply(ctx: RunnerContext, ev: WorkerEvent): void {
-    switch (ev.type) {
-      case 'write':
-        ctx.write(ev.line);
-        break;
-      case 'thinking':
-        ctx.thinking(ev.text);
-        break;
-      case 'text':
-        ctx.text(ev.text);
-        break;
-      case 'text_delta':
-        ctx.textDelta(ev.text);
-        break;
-      case 'thinking_delta':
-        ctx.thinkingDelta(ev.text);
-        break;
-      case 'tool':
-        this.#tools.set(ev.i, ctx.startTool(ev.name, ev.args));
-        break;
-      case 'tool_end':
-        this.#tools.get(ev.i)?.finish(ev.result, ev.ok);
-        this.#tools.delete(ev.i);
-        break;
-      case 'delivered':
-        this.#ledger.confirm(ev.steer_ids);
-        break;
-      case 'finish':
-        this.#settled.open();
-        this.#settle?.resolve(ev.outcome);
-        break;
-    }
   }
 
   /** The context, once run() has it; undefined if it does not come within a request's bound. */
@@ -319,6 +303,8 @@ export class RemoteChild implements RemoteChildHandle {
 
   #onSpawn(ctx: RunnerContext | undefined, req: SpawnRequest | undefined): SpawnReply {
     if (!ctx || !req || !this.#current(req)) return { ok: false, error: 'not the current assignment' };
+    // Asked again (its answer was lost, or this control plane restarted since): spawned once.
+    if (this.#delegations.has(req.delegation_id)) return { ok: true };
     let handle: DelegationHandle;
     try {
       const tasks: TaskSpec[] = req.tasks.map((t) => ({
@@ -332,19 +318,47 @@ export class RemoteChild implements RemoteChildHandle {
     } catch (err) {
       return { ok: false, error: isSubrunError(err) ? err.message : describe(err) };
     }
-    // Waiting for its own children holds no worker slot (so deep trees cannot deadlock).
+    this.#await(handle.delegation_id, handle.results);
+    return { ok: true };
+  }
+
+  /**
+   * A delegation of this child in flight: while any is, the child holds no worker slot (so deep
+   * trees cannot deadlock); its entries go to the worker when they are all in.
+   */
+  #await(delegation_id: string, results: Promise<CompletionEntry[]>): void {
+    this.#delegations.add(delegation_id);
     if (this.#waitingOn++ === 0 && this.worker) this.#p.workers.release(this.worker);
-    void handle.results.then((entries) => {
+    void results.then((entries) => {
       if (--this.#waitingOn === 0 && this.worker && !this.#settled.opened) this.#p.workers.retake(this.worker);
       // A closed connection throws here: logged, never an unhandled rejection.
       try {
-        if (!this.#settled.opened)
-          this.#p.link.nc.publish(subjects.inbound(this.id), encode({ type: 'results', delegation_id: handle.delegation_id, entries }));
+        if (!this.#settled.opened) this.#p.link.nc.publish(subjects.inbound(this.id), encode({ type: 'results', delegation_id, entries } satisfies Inbound));
       } catch (err) {
         this.#p.logger.warn({ subagent_id: this.id, err: describe(err) }, 'could not send a delegation’s entries to the worker');
       }
     });
-    return { ok: true };
+  }
+
+  /**
+   * After a control-plane restart: the child still runs on `worker` at `epoch` (its last
+   * assignment, from its saved progress). It is bound there, and place() finds it placed.
+   */
+  adopt(worker: string, epoch: number): void {
+    this.worker = worker;
+    this.epoch = epoch;
+    this.#adopted = true;
+    this.#p.bind(this);
+  }
+
+  /** The adopted child's steers that held receipts when the last process stopped. */
+  restoreGranted(taken: readonly Steer[]): void {
+    this.#ledger.restore(taken);
+  }
+
+  /** The adopted child's delegation that goes on after the restart: its entries go to the worker. */
+  resumeDelegation(delegation_id: string, results: Promise<CompletionEntry[]>): void {
+    this.#await(delegation_id, results);
   }
 
   /**

@@ -41,6 +41,14 @@ export class RemoteSteerLedger {
     return granted;
   }
 
+  /** After a restart: steers that held receipts, taken again from the rebuilt child's inbox. */
+  restore(taken: readonly Steer[]): void {
+    for (const s of taken) {
+      this.#pending.set(s.steer_id, s);
+      this.#granted.add(s.steer_id);
+    }
+  }
+
   /** Steers the worker reports delivered: delivered in the ledger (transcript + event), once each. */
   confirm(ids: Iterable<string>): void {
     const ctx = this.#ctx;

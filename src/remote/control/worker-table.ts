@@ -73,6 +73,17 @@ export class WorkerTable {
   }
 
   /**
+   * A worker that holds a child adopted after a restart, before its first heartbeat here: it
+   * counts as seen now (silent past the loss bound, it is lost, and its children with it) and takes
+   * no new child until it heartbeats its capacity.
+   */
+  expect(worker: string): void {
+    let w = this.#workers.get(worker);
+    if (!w) this.#workers.set(worker, (w = { id: worker, capacity: 1, lastSeen: this.#options.clock.now(), slots: 0, full: true }));
+    w.slots++;
+  }
+
+  /**
    * A worker with room, chosen by the lowest fraction of its capacity in use. Waits while none
    * has room; rejects with NatsUnavailableError once NATS has been unreachable for the outage
    * bound; resolves undefined if `signal` aborts first. The slot is counted at once.

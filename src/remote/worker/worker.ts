@@ -1,6 +1,6 @@
 // `subrun worker`: takes children from the control plane and runs them through the same Runner
 // contract as in-process, heartbeating its capacity and dropping any child whose epoch is fenced.
-import { systemClock, type Clock } from '../../clock.ts';
+import { sleep, systemClock, type Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import { randomIds } from '../../ids.ts';
 import type { CompletionEntry, DelegateOptions, RunOutcome, Runner, Steer, TaskSpec } from '../../types.ts';
@@ -25,11 +25,11 @@ import {
   takenReplySchema,
   tryParse,
 } from '../wire.ts';
-import { describe, openNats, type NatsLink } from '../nats.ts';
+import { describe, isNoResponders, isTimeout, openNats, type NatsLink } from '../nats.ts';
 import { every, Latch, within } from '../wait.ts';
 import { Mailbox } from './mailbox.ts';
 import { refusedEntry, WorkerContext } from './worker-context.ts';
-import type { Subscription } from '@nats-io/transport-node';
+import type { Msg, Subscription } from '@nats-io/transport-node';
 
 export interface WorkerOptions {
   readonly url: string;
@@ -42,6 +42,9 @@ export interface WorkerOptions {
   /** Every wait and timestamp of the worker and of its children's contexts. Default: the system clock. */
   readonly clock?: Clock;
 }
+
+/** How long a spawn is asked again while no control plane answers (one restarting). */
+const SPAWN_RETRY_MS = 30_000;
 
 /** How long a receipt request waits for the control plane (it first waits for publishes in flight). */
 const RECEIPT_MS = 8000;
@@ -250,8 +253,7 @@ export class Worker {
         held.waiting--;
         resolve(entries);
       });
-      this.#link.nc
-        .request(subjects.spawn(held.assign.child), encode(req), { timeout: 5000 })
+      this.#askSpawn(held, req)
         .then((m) => {
           const reply = tryParse(spawnReplySchema, m.data);
           if (!reply?.ok) {
@@ -266,6 +268,23 @@ export class Worker {
           refused(`spawn failed: ${describe(err)}`);
         });
     });
+  }
+
+  /**
+   * The spawn request, asked again while nobody answers (the control plane restarting: a new one
+   * adopts this child and answers; one that had made the spawn already says so, it is not made
+   * twice), for up to SPAWN_RETRY_MS; then the spawning step fails visibly.
+   */
+  async #askSpawn(held: Held, req: SpawnRequest): Promise<Msg> {
+    const until = this.#clock.now() + SPAWN_RETRY_MS;
+    for (;;) {
+      try {
+        return await this.#link.nc.request(subjects.spawn(held.assign.child), encode(req), { timeout: 5000 });
+      } catch (err) {
+        if (!held.ctx.open || this.#clock.now() >= until || !(isNoResponders(err) || isTimeout(err))) throw err;
+        await sleep(this.#clock, 500, held.ctx.signal);
+      }
+    }
   }
 
   #drop(d: Drop | undefined): void {

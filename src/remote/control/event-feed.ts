@@ -1,0 +1,121 @@
+// The workers' events as the control plane reads them: every `sr.ev.<child>` message lands in a
+// JetStream stream (a worker's plain publish is stored by the server), read through one durable
+// consumer and acked only once what it caused is written. So a control plane that stops, for any
+// reason, misses nothing its workers sent meanwhile: the next one reads on from the last ack.
+import { AckPolicy, DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import type { Logger } from '../../log.ts';
+import { describe, type NatsLink } from '../nats.ts';
+import { subjects } from '../wire.ts';
+import { Latch } from '../wait.ts';
+
+export const EVENT_STREAM = 'SUBRUN_EVENTS';
+/** The control plane's durable consumer of the event stream (one plane per NATS: its lease says so). */
+const CONSUMER = 'control_plane';
+/** Unread events are dropped after a day (a control plane gone that long has settled its children). */
+const EVENTS_MAX_AGE_NS = 24 * 3_600_000_000_000;
+
+export interface EventFeedOptions {
+  readonly link: NatsLink;
+  readonly logger: Logger;
+  /** One worker event, in the stream's order. */
+  readonly onEvent: (subject: string, data: Uint8Array) => void;
+  /** Makes durable what the events so far caused (the store's commit); called before their ack. */
+  readonly flush?: () => void;
+}
+
+export class EventFeed {
+  readonly #o: EventFeedOptions;
+  readonly #messages: ConsumerMessages;
+  /** Read, not yet acked: acked together once the turn's writes are committed. */
+  #unacked: JsMsg[] = [];
+  #ackDue = false;
+  /** The stream sequence of the last event handled. */
+  #through = 0;
+  #waiters: Array<{ seq: number; latch: Latch }> = [];
+
+  private constructor(o: EventFeedOptions, messages: ConsumerMessages) {
+    this.#o = o;
+    this.#messages = messages;
+    void (async () => {
+      for await (const m of messages) this.#handle(m);
+    })().catch((err: unknown) => o.logger.warn({ err: describe(err) }, 'the worker event feed stopped'));
+  }
+
+  /** Makes the stream and the consumer (alike on every start) and starts reading. */
+  static async open(o: EventFeedOptions): Promise<EventFeed> {
+    const { jsm, js } = o.link;
+    const config = {
+      name: EVENT_STREAM,
+      subjects: [subjects.allEvents],
+      retention: RetentionPolicy.Workqueue,
+      storage: StorageType.File,
+      max_age: EVENTS_MAX_AGE_NS,
+    };
+    await jsm.streams.info(EVENT_STREAM).catch(() => jsm.streams.add(config));
+    await jsm.consumers.add(EVENT_STREAM, {
+      durable_name: CONSUMER,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      // Acked within a turn of being read; a long wait only guards a stalled process.
+      ack_wait: 300_000_000_000,
+      max_ack_pending: 20_000,
+    });
+    const consumer = await js.consumers.get(EVENT_STREAM, CONSUMER);
+    return new EventFeed(o, await consumer.consume({ max_messages: 1024 }));
+  }
+
+  #handle(m: JsMsg): void {
+    try {
+      this.#o.onEvent(m.subject, m.data);
+    } catch (err) {
+      this.#o.logger.error({ err, subject: m.subject }, 'a worker event handler failed; the event was dropped');
+    }
+    this.#through = m.seq;
+    this.#unacked.push(m);
+    if (!this.#ackDue) {
+      this.#ackDue = true;
+      setImmediate(() => this.#ack());
+    }
+    if (this.#waiters.length > 0) {
+      const due = this.#waiters.filter((w) => w.seq <= m.seq);
+      this.#waiters = this.#waiters.filter((w) => w.seq > m.seq);
+      for (const w of due) w.latch.open();
+    }
+  }
+
+  /** After the turn's group commit: what the events caused is written, so they may go. */
+  #ack(): void {
+    this.#ackDue = false;
+    try {
+      this.#o.flush?.();
+    } catch (err) {
+      // Not written: not acked either; the store retries, and these are acked after a later commit.
+      this.#o.logger.warn({ err: describe(err) }, 'worker events not yet written; their ack waits');
+      this.#ackDue = true;
+      setTimeout(() => this.#ack(), 1000).unref();
+      return;
+    }
+    for (const m of this.#unacked.splice(0)) m.ack();
+  }
+
+  /**
+   * Resolves once every event the stream holds for this consumer by now has been handled (a
+   * child's finish, sent before a question about it, is read before the question is answered).
+   */
+  async caughtUp(): Promise<void> {
+    const { jsm } = this.#o.link;
+    for (;;) {
+      const info = await jsm.consumers.info(EVENT_STREAM, CONSUMER);
+      if (info.num_pending === 0 && this.#through >= info.delivered.stream_seq) return;
+      // Delivered to this process but not read yet, or not delivered yet: a moment.
+      const seq = Math.max(info.delivered.stream_seq, this.#through + 1);
+      const latch = new Latch();
+      this.#waiters.push({ seq, latch });
+      await latch.promise;
+    }
+  }
+
+  close(): void {
+    void this.#messages.close();
+  }
+}
