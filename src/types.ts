@@ -285,6 +285,11 @@ export interface Runner {
    * and its entry is out. A runner holding resources elsewhere (a worker slot) lets them go now.
    */
   abandon?(subagent_id: string): void;
+  /**
+   * Optional: whether the child runs elsewhere and goes on without this process (a remote worker's,
+   * with a store a next process adopts it from). A shutdown then leaves it running, unsettled.
+   */
+  outlives?(subagent_id: string): boolean;
 }
 
 /**

@@ -126,6 +126,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
       await acp?.settle(grace);
       // Every child stopped and its completion sent; every connection closed behind it.
       await server.shutdown();
+      // Children left running on workers: what their workers send now waits for the next process.
+      remote?.quiet();
       // Everything the shutdown settled is written; the next start on this directory finds it.
       store?.close();
       // After the shutdown settled everything, before the link closes: a standby takes over now.

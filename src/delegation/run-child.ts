@@ -87,6 +87,9 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
       else {
         record.start(core.clock.now());
         core.journal?.started(record.subagent_id, core.clock.now());
+        // Progress saved while it was placed (where a remote child runs) is written with its start,
+        // not a checkpoint later: a restart that finds it running finds where, too.
+        if (record.progress !== undefined) core.journal?.progress(record.subagent_id, record.readTail().text, record.progress);
         core.emitAbout('subagent.start', record);
       }
       if (record.timeout_ms !== undefined) this.#timeout = core.clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);

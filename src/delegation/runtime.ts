@@ -316,8 +316,13 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
     async shutdown() {
       const live = [...registry.liveRecords()];
-      interruptAll(live);
-      await Promise.all(live.map((r) => r.done));
+      // A child that goes on elsewhere (a worker's, adopted by the next process) is left running:
+      // its latest transcript and progress are written, and nothing of it is settled.
+      const stays = (r: ChildRecord) => r.runner.outlives?.(r.subagent_id) === true;
+      for (const r of live) if (stays(r)) journal?.progress(r.subagent_id, r.readTail().text, r.progress);
+      const stopped = live.filter((r) => !stays(r));
+      interruptAll(stopped);
+      await Promise.all(stopped.map((r) => r.done));
     },
     recovered: () => recovered,
     revive: (id, o = {}) => written(revive(core, o.scope, id, o, o.owner)),

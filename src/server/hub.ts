@@ -312,7 +312,9 @@ export class ServerHub {
     this.#parents.get(session_id)?.close();
     this.#parents.delete(session_id);
     this.#workspaces.delete(session_id);
-    this.runtime.releaseSession(session_id);
+    // At shutdown the runtime has stopped its children already, but for those left running on
+    // workers for the next process to adopt: a session let go then must not stop them.
+    if (!this.#draining) this.runtime.releaseSession(session_id);
     this.#ledger.forget(session_id);
     this.#idempotency.forget(session_id);
     for (const [id, p] of [...this.#peers]) {

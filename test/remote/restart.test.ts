@@ -1,4 +1,4 @@
-// A control plane that stops (SIGKILL) and starts again on the same state directory and NATS
+// A control plane that stops (SIGKILL, or SIGTERM) and starts again on the same state directory and NATS
 // interrupts no remote child: the worker runs on through the gap (its events wait in JetStream, a
 // spawn and a receipt are asked again), the new process adopts the child where it runs, the host
 // re-binds with its key, replays exactly the gap, steers again, and the child finishes
@@ -8,7 +8,20 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { killAll, spawnSubrun, WAIT_MS } from '../helpers/process.ts';
 import { startNats, startWorker, type Nats } from '../helpers/nats.ts';
 import type { WireEvent } from '../helpers/rpc-client.ts';
-import { connectHost, freshStateDir, lastSeen, mustCall, removeStateDir, sessionEvents, sigkill, TOKEN, within, type Host, type Server } from '../durability/harness.ts';
+import {
+  connectHost,
+  freshStateDir,
+  lastSeen,
+  mustCall,
+  removeStateDir,
+  sessionEvents,
+  sigkill,
+  sigterm,
+  TOKEN,
+  within,
+  type Host,
+  type Server,
+} from '../durability/harness.ts';
 
 let nats: Nats;
 const dirs: string[] = [];
@@ -26,7 +39,22 @@ afterEach(async () => {
 });
 
 async function plane(dir: string): Promise<Server> {
-  const proc = spawnSubrun(['serve', '--ws', '--port', '0', '--token', TOKEN, '--state-dir', dir, '--nats', nats.url, '--max-spawn-depth', '2', '--checkpoint-ms', '20']);
+  const proc = spawnSubrun([
+    'serve',
+    '--ws',
+    '--port',
+    '0',
+    '--token',
+    TOKEN,
+    '--state-dir',
+    dir,
+    '--nats',
+    nats.url,
+    '--max-spawn-depth',
+    '2',
+    '--checkpoint-ms',
+    '20',
+  ]);
   const line = proc.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the listening line');
   const first = await Promise.race([line.then((l) => ({ line: l })), proc.exited.then(() => undefined)]);
   if (!first) throw new Error(`the control plane exited before listening: ${proc.stderr.all.join('\n').slice(0, 800)}`);
@@ -43,67 +71,73 @@ const waitFor = (h: Host, pred: (e: WireEvent) => boolean, what: string) => with
 const is = (type: string, id: string) => (e: WireEvent) => e.type === type && e.payload.subagent_id === id;
 const said = (id: string, text: string) => (e: WireEvent) => is('subagent.text', id)(e) && e.payload.text === text;
 
-it('adopts a remote child across a SIGKILL of its control plane: nothing interrupted, the gap replayed, every steer accounted', async () => {
-  const dir = await freshStateDir();
-  dirs.push(dir);
-  const first = await plane(dir);
-  await startWorker(nats.url);
-  const a = await host(first);
-  const s = await mustCall<{ session_id: string; session_key: string }>(a, 'session.create', {});
-  const leaf = { goal: 'leaf', agent: { kind: 'scripted', steps: [{ op: 'finish', summary: 'leaf done' }] } };
-  const steps = [
-    { op: 'say', text: 'up' },
-    { op: 'wait_steer' },
-    // Long enough for the progress naming its worker to be written (--checkpoint-ms 20).
-    { op: 'tool', name: 'settle', ms: 200 },
-    { op: 'say', text: 'took one' },
-    // Runs while the control plane is down: its events wait in JetStream.
-    { op: 'tool', name: 'through the gap', ms: 1500 },
-    { op: 'say', text: 'in the gap' },
-    { op: 'wait_steer' },
-    { op: 'say', text: 'took two' },
-    { op: 'spawn', tasks: [leaf] },
-    { op: 'finish', summary: 'done' },
-  ];
-  const { subagent_ids } = await mustCall<{ subagent_ids: string[] }>(a, 'delegation.spawn', {
-    session_id: s.session_id,
-    tasks: [{ goal: 'survivor', agent: { kind: 'scripted', steps } }],
-  });
-  const id = subagent_ids[0] as string;
-  await waitFor(a, said(id, 'up'), 'the child up');
-  const one = await mustCall<{ status: string; steer_id: string }>(a, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'first' });
-  expect(one.status).toBe('queued');
-  await waitFor(a, (e) => is('subagent.steer.delivered', id)(e) && e.payload.steer_id === one.steer_id, 'the first delivery');
-  await waitFor(a, (e) => is('subagent.tool', id)(e) && e.payload.tool_name === 'through the gap', 'the tool in the gap');
-  const seen = lastSeen(a, s.session_id);
-  await sigkill(first);
+it.each(['SIGKILL', 'SIGTERM'] as const)(
+  'adopts a remote child across a %s of its control plane: nothing interrupted, the gap replayed, every steer accounted',
+  async (signal) => {
+    const dir = await freshStateDir();
+    dirs.push(dir);
+    const first = await plane(dir);
+    await startWorker(nats.url);
+    const a = await host(first);
+    const s = await mustCall<{ session_id: string; session_key: string }>(a, 'session.create', {});
+    const leaf = { goal: 'leaf', agent: { kind: 'scripted', steps: [{ op: 'finish', summary: 'leaf done' }] } };
+    const steps = [
+      { op: 'say', text: 'up' },
+      { op: 'wait_steer' },
+      // Long enough for the progress naming its worker to be written (--checkpoint-ms 20).
+      { op: 'tool', name: 'settle', ms: 200 },
+      { op: 'say', text: 'took one' },
+      // Runs while the control plane is down: its events wait in JetStream.
+      { op: 'tool', name: 'through the gap', ms: 1500 },
+      { op: 'say', text: 'in the gap' },
+      { op: 'wait_steer' },
+      { op: 'say', text: 'took two' },
+      { op: 'spawn', tasks: [leaf] },
+      { op: 'finish', summary: 'done' },
+    ];
+    const { subagent_ids } = await mustCall<{ subagent_ids: string[] }>(a, 'delegation.spawn', {
+      session_id: s.session_id,
+      tasks: [{ goal: 'survivor', agent: { kind: 'scripted', steps } }],
+    });
+    const id = subagent_ids[0] as string;
+    await waitFor(a, said(id, 'up'), 'the child up');
+    const one = await mustCall<{ status: string; steer_id: string }>(a, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'first' });
+    expect(one.status).toBe('queued');
+    await waitFor(a, (e) => is('subagent.steer.delivered', id)(e) && e.payload.steer_id === one.steer_id, 'the first delivery');
+    await waitFor(a, (e) => is('subagent.tool', id)(e) && e.payload.tool_name === 'through the gap', 'the tool in the gap');
+    const seen = lastSeen(a, s.session_id);
+    if (signal === 'SIGKILL') await sigkill(first);
+    // An orderly stop leaves the remote child running too (and settles nothing of it).
+    else expect(await sigterm(first)).toMatchObject({ code: 0 });
 
-  const second = await plane(dir);
-  const b = await host(second);
-  await mustCall(b, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
-  // Still running, not settled: the new process adopted it.
-  const list = await mustCall<{ subagents: Array<{ subagent_id: string; status: string }> }>(b, 'subagent.list', { session_id: s.session_id });
-  expect(list.subagents.find((x) => x.subagent_id === id)?.status).toBe('running');
-  await waitFor(b, said(id, 'in the gap'), 'the line said in the gap');
-  const two = await mustCall<{ status: string; steer_id: string }>(b, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'second' });
-  expect(two.status).toBe('queued');
-  const done = await waitFor(b, is('subagent.complete', id), 'the entry');
-  expect(done.payload).toMatchObject({ status: 'completed', summary: 'done' });
-  expect(done.payload.missed_steer).toBeUndefined();
-  const events = sessionEvents(b, s.session_id);
-  expect(events.filter((e) => is('subagent.steer.delivered', id)(e)).map((e) => e.payload.steer_id)).toEqual([two.steer_id]);
-  // The child's spawn after the restart ran, and its entry reached the child on its worker.
-  const leafDone = events.find((e) => e.type === 'subagent.complete' && e.payload.parent_id === id);
-  expect(leafDone?.payload).toMatchObject({ status: 'completed', summary: 'leaf done' });
-  const tail = await mustCall<{ text: string }>(b, 'subagent.tail', { session_id: s.session_id, subagent_id: id });
-  expect(tail.text).toMatch(/\[steer\] first[\s\S]*\[text\] in the gap[\s\S]*\[steer\] second[\s\S]*\[child sa_\w+\] completed: leaf done/);
-  // The gap, replayed exactly: from the last event the host saw before the crash, every event of
-  // the child after it once, in order, starting with what the worker sent while nobody listened.
-  const replay = await mustCall<{ events: WireEvent[] }>(b, 'session.events.since', { session_id: s.session_id, last_seen: seen });
-  const seqs = replay.events.map((e) => e.seq);
-  expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y));
-  expect(seqs[0]).toBe(seen + 1);
-  const texts = replay.events.filter((e) => is('subagent.text', id)(e)).map((e) => e.payload.text);
-  expect(texts).toEqual(['in the gap', 'took two']);
-  expect(replay.events.some((e) => is('subagent.complete', id)(e) && e.payload.status === 'completed')).toBe(true);
-}, 90_000);
+    const second = await plane(dir);
+    const b = await host(second);
+    await mustCall(b, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
+    // Still running, not settled: the new process adopted it.
+    const list = await mustCall<{ subagents: Array<{ subagent_id: string; status: string }> }>(b, 'subagent.list', { session_id: s.session_id });
+    expect(list.subagents.find((x) => x.subagent_id === id)?.status).toBe('running');
+    await waitFor(b, said(id, 'in the gap'), 'the line said in the gap');
+    const two = await mustCall<{ status: string; steer_id: string }>(b, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'second' });
+    expect(two.status).toBe('queued');
+    const done = await waitFor(b, is('subagent.complete', id), 'the entry');
+    expect(done.payload).toMatchObject({ status: 'completed', summary: 'done' });
+    expect(done.payload.missed_steer).toBeUndefined();
+    const events = sessionEvents(b, s.session_id);
+    expect(events.filter((e) => is('subagent.steer.delivered', id)(e)).map((e) => e.payload.steer_id)).toEqual([two.steer_id]);
+    // The child's spawn after the restart ran, and its entry reached the child on its worker.
+    const leafDone = events.find((e) => e.type === 'subagent.complete' && e.payload.parent_id === id);
+    expect(leafDone?.payload).toMatchObject({ status: 'completed', summary: 'leaf done' });
+    const tail = await mustCall<{ text: string }>(b, 'subagent.tail', { session_id: s.session_id, subagent_id: id });
+    expect(tail.text).toMatch(/\[steer\] first[\s\S]*\[text\] in the gap[\s\S]*\[steer\] second[\s\S]*\[child sa_\w+\] completed: leaf done/);
+    // The gap, replayed exactly: from the last event the host saw before the crash, every event of
+    // the child after it once, in order, starting with what the worker sent while nobody listened.
+    const replay = await mustCall<{ events: WireEvent[] }>(b, 'session.events.since', { session_id: s.session_id, last_seen: seen });
+    const seqs = replay.events.map((e) => e.seq);
+    expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y));
+    expect(seqs[0]).toBe(seen + 1);
+    const texts = replay.events.filter((e) => is('subagent.text', id)(e)).map((e) => e.payload.text);
+    expect(texts).toEqual(['in the gap', 'took two']);
+    expect(replay.events.some((e) => is('subagent.complete', id)(e) && e.payload.status === 'completed')).toBe(true);
+  },
+  90_000,
+);

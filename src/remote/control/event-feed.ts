@@ -52,6 +52,10 @@ export class EventFeed {
       max_age: EVENTS_MAX_AGE_NS,
     };
     await jsm.streams.info(EVENT_STREAM).catch(() => jsm.streams.add(config));
+    // Made anew at every start: what the last process was handed and never acked (it stopped) is
+    // delivered again now, in order, ahead of what came since (a consumer kept would hold those
+    // back until their ack wait ran out, and hand newer events over first).
+    await jsm.consumers.delete(EVENT_STREAM, CONSUMER).catch(() => undefined);
     await jsm.consumers.add(EVENT_STREAM, {
       durable_name: CONSUMER,
       ack_policy: AckPolicy.Explicit,

@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { Runner } from '../../types.ts';
 import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
-import type { Msg } from '@nats-io/transport-node';
+import type { Msg, Subscription } from '@nats-io/transport-node';
 import { type Drop, encode, eventSenderSchema, guarded, type Heartbeat, heartbeatSchema, isRecord, parse, subjects, tryParse } from '../wire.ts';
 import { openNats, type NatsLink } from '../nats.ts';
 import { RemoteChild, type RemoteProgress } from './remote-child.ts';
@@ -41,6 +41,8 @@ export class Placement implements PlacementPort {
   readonly #byWorker = new Map<string, Set<RemoteChildHandle>>();
   #epoch = 0;
   #feed: EventFeed | undefined;
+  #adoptive = false;
+  #subs: Subscription[] = [];
   /** The agent spec of tasks that name none (an adopted default child runs it again). */
   #defaultSpec: Record<string, unknown> = { kind: 'scripted' };
 
@@ -76,10 +78,26 @@ export class Placement implements PlacementPort {
       onEvent: (subject, data) => this.#event(subject, data),
       ...(flush ? { flush } : {}),
     });
-    nc.subscribe(subjects.requests, { callback: guarded(this.logger, (m) => this.#request(m)) });
-    nc.subscribe(subjects.heartbeats, {
-      callback: guarded(this.logger, (m) => this.#heartbeat(parse(heartbeatSchema, m.data, this.logger, m.subject), m.subject)),
-    });
+    this.#subs.push(nc.subscribe(subjects.requests, { callback: guarded(this.logger, (m) => this.#request(m)) }));
+    this.#subs.push(
+      nc.subscribe(subjects.heartbeats, {
+        callback: guarded(this.logger, (m) => this.#heartbeat(parse(heartbeatSchema, m.data, this.logger, m.subject), m.subject)),
+      }),
+    );
+  }
+
+  /**
+   * Stops hearing the workers (at shutdown, before the store closes): what they send from now on
+   * waits in JetStream for the next process, which adopts the children left running.
+   */
+  quiet(): void {
+    this.#feed?.close();
+    this.#feed = undefined;
+    for (const s of this.#subs.splice(0)) s.unsubscribe();
+  }
+
+  get adoptive(): boolean {
+    return this.#adoptive;
   }
 
   /** Every worker event handled so far that the stream held when asked (see EventFeed.caughtUp). */
@@ -92,6 +110,7 @@ export class Placement implements PlacementPort {
    * the worker and the epoch) is adopted there; anything else is settled by the runtime.
    */
   adopter(): Adopter {
+    this.#adoptive = true;
     return (child) => {
       const at = remoteProgress(child.checkpoint);
       if (!at || child.agent === 'object') return undefined;
@@ -178,7 +197,7 @@ export class Placement implements PlacementPort {
   }
 
   async close(): Promise<void> {
-    this.#feed?.close();
+    this.quiet();
     this.workers.close();
     await this.link.close();
   }

@@ -24,6 +24,8 @@ export interface RemoteChildHandle {
   onRequest(m: Msg, kind: string): void;
   /** Tells the worker again that steers wait, if any do. */
   renotify(): void;
+  /** Running on a worker (assigned, not settled). */
+  readonly placed: boolean;
   adopt(worker: string, epoch: number): void;
   restoreGranted(taken: readonly Steer[]): void;
   resumeDelegation(delegation_id: string, results: Promise<CompletionEntry[]>): void;
@@ -47,6 +49,8 @@ export interface PlacementPort {
   bind(c: RemoteChildHandle): void;
   unbind(c: RemoteChildHandle): void;
   fence(worker: string, child: string, epoch: number): void;
+  /** Whether a next process adopts the children running on workers (a store keeps them). */
+  readonly adoptive: boolean;
   /** Resolves once the workers' events the stream holds by now are handled. */
   caughtUp(): Promise<void>;
 }

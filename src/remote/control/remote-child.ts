@@ -87,6 +87,10 @@ export class RemoteChild implements RemoteChildHandle {
     });
   }
 
+  get placed(): boolean {
+    return this.worker !== undefined && this.#ctx !== undefined && !this.#settled.opened;
+  }
+
   /**
    * Publishes an accepted steer (msgID = steer_id); the host hears `queued` once it is stored.
    * Then the worker is told that steers wait: it asks for their receipt at its next delivery point.

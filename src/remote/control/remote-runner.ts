@@ -41,6 +41,10 @@ export class RemoteRunner implements Runner {
     return this.#p.find(subagent_id)?.committed(steer_id);
   }
 
+  outlives(subagent_id: string): boolean {
+    return this.#p.adoptive && this.#p.find(subagent_id)?.placed === true;
+  }
+
   abandon(subagent_id: string): void {
     this.#p.find(subagent_id)?.abandon();
   }
