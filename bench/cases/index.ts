@@ -6,6 +6,7 @@ import { fanoutCase } from './fanout.ts';
 import { httpCase } from './http.ts';
 import { registryCase } from './registry.ts';
 import { scaleOutCase } from './scale-out.ts';
+import { remoteRestartCase } from './remote-restart.ts';
 import { rpcStdioCase } from './rpc-stdio.ts';
 import { rpcWsCase } from './rpc-ws.ts';
 import { sessionChurnCase } from './session-churn.ts';
@@ -28,6 +29,7 @@ export const CASES: readonly BenchCase[] = [
   httpCase,
   scaleOutCase,
   durabilityCase,
+  remoteRestartCase,
 ];
 
 export function findCase(name: string): BenchCase | undefined {

@@ -141,3 +141,37 @@ it.each(['SIGKILL', 'SIGTERM'] as const)(
   },
   90_000,
 );
+
+it('a warm standby on the leader’s state directory takes over when the leader is SIGKILLed, and adopts its remote child', async () => {
+  const dir = await freshStateDir();
+  dirs.push(dir);
+  const leader = await plane(dir);
+  // Waits for the lease before it opens the directory: the leader holds both.
+  const standby = spawnSubrun(['serve', '--ws', '--port', '0', '--token', TOKEN, '--state-dir', dir, '--nats', nats.url, '--standby', '--checkpoint-ms', '20']);
+  await standby.stderr.take((l) => l.includes('standby: another control plane leads'), WAIT_MS, 'the standby waiting');
+  await startWorker(nats.url);
+  const a = await host(leader);
+  const s = await mustCall<{ session_id: string; session_key: string }>(a, 'session.create', {});
+  const steps = [
+    { op: 'say', text: 'up' },
+    { op: 'tool', name: 'settle', ms: 100 },
+    { op: 'say', text: 'waiting' },
+    { op: 'wait_steer' },
+    { op: 'finish', summary: 'steered' },
+  ];
+  const { subagent_ids } = await mustCall<{ subagent_ids: string[] }>(a, 'delegation.spawn', {
+    session_id: s.session_id,
+    tasks: [{ goal: 'kept', agent: { kind: 'scripted', steps } }],
+  });
+  const id = subagent_ids[0] as string;
+  await waitFor(a, said(id, 'waiting'), 'the child waiting');
+  await sigkill(leader);
+  const line = await standby.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the standby listening');
+  const b = await host({ proc: standby, url: line.slice('subrun listening on '.length).trim(), dir });
+  await mustCall(b, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
+  const r = await mustCall<{ status: string; steer_id: string }>(b, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'go on' });
+  expect(r.status).toBe('queued');
+  const done = await waitFor(b, is('subagent.complete', id), 'the entry');
+  expect(done.payload).toMatchObject({ status: 'completed', summary: 'steered' });
+  expect(done.payload.missed_steer).toBeUndefined();
+}, 90_000);

@@ -389,7 +389,7 @@ function isAlive(pid: number): boolean {
     return true;
   } catch (err) {
     // EPERM: it exists, under another user.
-    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+    return !(err instanceof Error && 'code' in err && err.code === 'ESRCH');
   }
 }
 

@@ -7,11 +7,11 @@ import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
 import type { Msg, Subscription } from '@nats-io/transport-node';
 import { type Drop, encode, eventSenderSchema, guarded, type Heartbeat, heartbeatSchema, isRecord, parse, subjects, tryParse } from '../wire.ts';
 import { openNats, type NatsLink } from '../nats.ts';
-import { RemoteChild, type RemoteProgress } from './remote-child.ts';
+import { RemoteChild } from './remote-child.ts';
 import { RemoteRunner } from './remote-runner.ts';
 import { WorkerTable } from './worker-table.ts';
 import { PreassignedIds } from './preassigned-ids.ts';
-import type { PlacementPort, RemoteChildHandle } from './port.ts';
+import type { PlacementPort, RemoteChildHandle, RemoteProgress } from './port.ts';
 import { EventFeed } from './event-feed.ts';
 import type { Adopter } from '../../delegation/adopt.ts';
 

@@ -8,6 +8,11 @@ import type { NatsLink } from '../nats.ts';
 import type { PreassignedIds } from './preassigned-ids.ts';
 import type { WorkerTable } from './worker-table.ts';
 
+/** What a remote child's runner saves as its progress: where the child runs (a restart adopts it there). */
+export interface RemoteProgress {
+  readonly remote: { readonly worker: string; readonly epoch: number };
+}
+
 /** One remote child as the runner drives it (remote-child.ts). */
 export interface RemoteChildHandle {
   readonly id: string;

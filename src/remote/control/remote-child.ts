@@ -36,18 +36,13 @@ import { Latch, within } from '../wait.ts';
 import { ChildMailbox } from './child-mailbox.ts';
 import { RemoteSteerLedger } from './steer-ledger.ts';
 import { EventRelay } from './relay.ts';
-import type { PlacementPort, RemoteChildHandle } from './port.ts';
+import type { PlacementPort, RemoteChildHandle, RemoteProgress } from './port.ts';
 import { NatsUnavailableError, type WorkerState } from './worker-table.ts';
 
 /** How long a control request (assign, interrupt) may take before it is given up. */
 const REQUEST_MS = 2000;
 /** Interrupt requests left unanswered (each after REQUEST_MS) before the child counts as unreachable. */
 export const INTERRUPT_TRIES = 5;
-
-/** What a remote child's runner saves as its progress: where the child runs. */
-export interface RemoteProgress {
-  readonly remote: { readonly worker: string; readonly epoch: number };
-}
 
 export class RemoteChild implements RemoteChildHandle {
   readonly id: string;
