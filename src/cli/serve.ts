@@ -109,9 +109,13 @@ export async function serve(argv: readonly string[]): Promise<number> {
         : undefined,
     logger,
   });
-  // Only now, the adopted children known: the workers' heartbeats and events (events are acked
-  // once what they caused is written).
-  await remote?.start(store ? () => store.flush() : undefined);
+  // Only now, the adopted children known: the workers' heartbeats and events (an event is acked
+  // once what it caused is written, and its place in the stream is written with it).
+  await remote?.start(
+    store
+      ? { flush: () => store.flush(), cursor: { get: () => store.cursor('worker_events'), set: (seq) => store.moveCursor('worker_events', seq) } }
+      : undefined,
+  );
 
   const grace = v['shutdown-grace-ms'] ?? 5_000;
   let listener: WsListener | undefined;

@@ -277,6 +277,17 @@ export class SqliteStore implements ServerStore {
     return r ? this.#withSteers(r) : undefined;
   }
 
+  /** A named position kept with the writes it goes with (the worker event feed's last event). */
+  cursor(name: string): number | undefined {
+    const v = this.#st.getMeta.pluck().get(`cursor:${name}`);
+    return typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : undefined;
+  }
+
+  /** Queued like any write: committed in the same transaction as what the position's events caused. */
+  moveCursor(name: string, position: number): void {
+    this.#queue([this.#st.setMeta, `cursor:${name}`, String(position)]);
+  }
+
   delegationChildren(delegation_id: string): StoredChild[] {
     this.#settled();
     return this.#st.delegationChildren.all(delegation_id).map((r) => this.#withSteers(r));

@@ -2,7 +2,7 @@
 // JetStream stream (a worker's plain publish is stored by the server), read through one durable
 // consumer and acked only once what it caused is written. So a control plane that stops, for any
 // reason, misses nothing its workers sent meanwhile: the next one reads on from the last ack.
-import { AckPolicy, DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from '../../log.ts';
 import { describe, type NatsLink } from '../nats.ts';
 import { subjects } from '../wire.ts';
@@ -11,8 +11,10 @@ import { Latch } from '../wait.ts';
 export const EVENT_STREAM = 'SUBRUN_EVENTS';
 /** The control plane's durable consumer of the event stream (one plane per NATS: its lease says so). */
 const CONSUMER = 'control_plane';
-/** Unread events are dropped after a day (a control plane gone that long has settled its children). */
+/** Events are dropped after a day (a control plane gone that long has settled its children)... */
 const EVENTS_MAX_AGE_NS = 24 * 3_600_000_000_000;
+/** ...or, oldest first, past 1 GiB. */
+const EVENTS_MAX_BYTES = 1024 * 1024 * 1024;
 
 export interface EventFeedOptions {
   readonly link: NatsLink;
@@ -21,6 +23,11 @@ export interface EventFeedOptions {
   readonly onEvent: (subject: string, data: Uint8Array) => void;
   /** Makes durable what the events so far caused (the store's commit); called before their ack. */
   readonly flush?: () => void;
+  /**
+   * Where the last event handled is kept, in the same commit as what it caused: a restart reads on
+   * after it, so an event is applied once even when the process died before its ack went out.
+   */
+  readonly cursor?: { get(): number | undefined; set(seq: number): void };
 }
 
 export class EventFeed {
@@ -47,19 +54,26 @@ export class EventFeed {
     const config = {
       name: EVENT_STREAM,
       subjects: [subjects.allEvents],
-      retention: RetentionPolicy.Workqueue,
+      // Kept by limits, not removed by acks: one cumulative ack a turn (AckAll) is what a
+      // work-queue stream does not allow, and the consumer below starts where the last one's acks end.
+      retention: RetentionPolicy.Limits,
       storage: StorageType.File,
       max_age: EVENTS_MAX_AGE_NS,
+      max_bytes: EVENTS_MAX_BYTES,
+      discard: DiscardPolicy.Old,
     };
     await jsm.streams.info(EVENT_STREAM).catch(() => jsm.streams.add(config));
-    // Made anew at every start: what the last process was handed and never acked (it stopped) is
-    // delivered again now, in order, ahead of what came since (a consumer kept would hold those
-    // back until their ack wait ran out, and hand newer events over first).
-    await jsm.consumers.delete(EVENT_STREAM, CONSUMER).catch(() => undefined);
+    // Made anew at every start, from just past the last process's acks: what it was handed and
+    // never acked (it stopped) comes again now, in order, ahead of what came since (a consumer
+    // kept would hold those back until their ack wait ran out, and hand newer events over first).
+    const last = await jsm.consumers.info(EVENT_STREAM, CONSUMER).catch(() => undefined);
+    if (last) await jsm.consumers.delete(EVENT_STREAM, CONSUMER);
+    const applied = Math.max(last?.ack_floor.stream_seq ?? 0, o.cursor?.get() ?? 0);
+    const from = last || applied > 0 ? applied + 1 : undefined;
     await jsm.consumers.add(EVENT_STREAM, {
       durable_name: CONSUMER,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
+      ack_policy: AckPolicy.All,
+      ...(from === undefined ? { deliver_policy: DeliverPolicy.New } : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from }),
       // Acked within a turn of being read; a long wait only guards a stalled process.
       ack_wait: 300_000_000_000,
       max_ack_pending: 20_000,
@@ -75,6 +89,7 @@ export class EventFeed {
       this.#o.logger.error({ err, subject: m.subject }, 'a worker event handler failed; the event was dropped');
     }
     this.#through = m.seq;
+    this.#o.cursor?.set(m.seq);
     this.#unacked.push(m);
     if (!this.#ackDue) {
       this.#ackDue = true;
@@ -99,7 +114,10 @@ export class EventFeed {
       setTimeout(() => this.#ack(), 1000).unref();
       return;
     }
-    for (const m of this.#unacked.splice(0)) m.ack();
+    // Cumulative: the last one read acks every one before it.
+    const last = this.#unacked[this.#unacked.length - 1];
+    this.#unacked = [];
+    last?.ack();
   }
 
   /**

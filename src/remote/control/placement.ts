@@ -12,7 +12,7 @@ import { RemoteRunner } from './remote-runner.ts';
 import { WorkerTable } from './worker-table.ts';
 import { PreassignedIds } from './preassigned-ids.ts';
 import type { PlacementPort, RemoteChildHandle, RemoteProgress } from './port.ts';
-import { EventFeed } from './event-feed.ts';
+import { EventFeed, type EventFeedOptions } from './event-feed.ts';
 import type { Adopter } from '../../delegation/adopt.ts';
 
 export interface PlacementOptions {
@@ -66,18 +66,17 @@ export class Placement implements PlacementPort {
   /**
    * Starts listening to the workers, once the runtime has adopted what the last process left
    * running (a heartbeat before that would fence those children). One subscription for every
-   * child's requests and one durable feed for every child's events (not three per child): a child
-   * costs the connection and the server no interest of its own. `flush` commits the store before
-   * an event is acked.
+   * child's requests and one for every child's events, durable when adoptive (not three per
+   * child): a child costs the connection and the server no interest of its own. The store's
+   * `flush` commits before an event is acked, and its `cursor` keeps the last event applied.
    */
-  async start(flush?: () => void): Promise<void> {
+  async start(store?: Pick<EventFeedOptions, 'flush' | 'cursor'>): Promise<void> {
     const { nc } = this.link;
-    this.#feed = await EventFeed.open({
-      link: this.link,
-      logger: this.logger,
-      onEvent: (subject, data) => this.#event(subject, data),
-      ...(flush ? { flush } : {}),
-    });
+    const onEvent = (subject: string, data: Uint8Array) => this.#event(subject, data);
+    // The durable feed only where a next process can adopt what runs on (a store keeps it): a
+    // control plane without one gains nothing from events that outlive it, and reads them live.
+    if (this.#adoptive) this.#feed = await EventFeed.open({ link: this.link, logger: this.logger, onEvent, ...store });
+    else this.#subs.push(nc.subscribe(subjects.allEvents, { callback: guarded(this.logger, (m) => onEvent(m.subject, m.data)) }));
     this.#subs.push(nc.subscribe(subjects.requests, { callback: guarded(this.logger, (m) => this.#request(m)) }));
     this.#subs.push(
       nc.subscribe(subjects.heartbeats, {
@@ -102,7 +101,8 @@ export class Placement implements PlacementPort {
 
   /** Every worker event handled so far that the stream held when asked (see EventFeed.caughtUp). */
   caughtUp(): Promise<void> {
-    return this.#feed?.caughtUp() ?? Promise.resolve();
+    // Live events: a round trip to the server has everything it routed to us before.
+    return this.#feed ? this.#feed.caughtUp() : this.link.nc.flush();
   }
 
   /**
