@@ -13,6 +13,8 @@ import { connectWs, subrunWs } from '../lib/subrun.ts';
 import { startNats, type Nats } from '../../test/helpers/nats.ts';
 
 const SIZES = { full: { children: 1000 }, quick: { children: 300 }, tiny: { children: 10 } };
+/** Both processes alike: the adopted children hold the concurrency slots they held before. */
+const FLAGS = ['--max-concurrent-children', '1000'];
 
 /** Serving again: listening, and the session's list shows `n` running children. */
 async function serving(
@@ -22,7 +24,7 @@ async function serving(
   n: number,
 ): Promise<{ ms: number; proc: ServerProcess }> {
   const t0 = process.hrtime.bigint();
-  const s = await subrunWs(['--state-dir', dir, '--nats', url]);
+  const s = await subrunWs(['--state-dir', dir, '--nats', url, ...FLAGS]);
   const c = await connectWs(s.url);
   await c.call('session.attach', session);
   for (;;) {
@@ -36,7 +38,7 @@ async function serving(
 
 /** A control plane on `dir` with `n` remote children running, then SIGKILLed; the session to re-bind. */
 async function carrying(dir: string, url: string, n: number): Promise<{ session_id: string; session_key: string }> {
-  const s = await subrunWs(['--state-dir', dir, '--nats', url, '--max-concurrent-children', '1000', '--checkpoint-ms', '20']);
+  const s = await subrunWs(['--state-dir', dir, '--nats', url, ...FLAGS, '--checkpoint-ms', '20']);
   const c = await connectWs(s.url);
   const session = (await c.call('session.create', {})) as { session_id: string; session_key: string };
   let started = 0;

@@ -5,7 +5,9 @@
 // (3) Control-plane CPU per remote child against a local child (goal: at most 2x), and from it
 // how many children one control plane core carries. Needs nats-server (Debian: apt install nats-server).
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
@@ -171,6 +173,21 @@ export const scaleOutCase: BenchCase = {
       const cpuLocal = await cpuPerChild(local);
       const carried = cpuRemote > 0 ? Math.floor(1000 / cpuRemote) : 0;
       opts.log(`scale-out: control-plane CPU per child remote ${cpuRemote.toFixed(3)} ms, local ${cpuLocal.toFixed(3)} ms`);
+      // (3b) The same with a state directory on both (the default of `serve --ws`): the remote
+      // plane then reads its workers' events through the durable feed, so a restart adopts them.
+      // One control plane per NATS: the stateless one goes first.
+      await remote.client.close();
+      await remote.proc.stop();
+      const stateDir = () => mkdtempSync(join(tmpdir(), 'subrun-bench-so-'));
+      const durableRemote = await plane(['--nats', nats.url, '--state-dir', stateDir()]);
+      procs.push(durableRemote.proc);
+      clients.push(durableRemote.client);
+      const durableLocal = await plane(['--state-dir', stateDir()]);
+      procs.push(durableLocal.proc);
+      clients.push(durableLocal.client);
+      const cpuDurableRemote = await cpuPerChild(durableRemote);
+      const cpuDurableLocal = await cpuPerChild(durableLocal);
+      opts.log(`scale-out: with a state directory, remote ${cpuDurableRemote.toFixed(3)} ms, local ${cpuDurableLocal.toFixed(3)} ms`);
 
       return [
         row({
@@ -199,6 +216,15 @@ export const scaleOutCase: BenchCase = {
           baseline_unit: 'ms (local child)',
           goal: '<= 2',
           note: '4 runner events each, spawn to entry',
+        }),
+        row({
+          case: 'remote.cp_cpu_per_child_durable',
+          figure: cpuDurableRemote,
+          unit: 'ms',
+          baseline: cpuDurableLocal,
+          baseline_unit: 'ms (local child, same store)',
+          goal: '<= 2',
+          note: 'both with --state-dir: events through the durable feed, acked after commit',
         }),
         row({
           case: 'remote.children_per_cp_core_second',
