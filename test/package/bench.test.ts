@@ -107,6 +107,7 @@ describe('bench suite plumbing (tiny sizes, figures not looked at)', () => {
         http: 'http.',
         'scale-out': 'remote.',
         durability: 'durability.',
+        'remote-restart': 'remote.restart',
       }[c.name];
       expect(prefix, `case ${c.name} has a row prefix`).toBeDefined();
       expect(
