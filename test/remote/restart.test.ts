@@ -38,7 +38,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) await removeStateDir(d);
 });
 
-async function plane(dir: string): Promise<Server> {
+async function plane(dir: string, extra: readonly string[] = []): Promise<Server> {
   const proc = spawnSubrun([
     'serve',
     '--ws',
@@ -54,6 +54,7 @@ async function plane(dir: string): Promise<Server> {
     '2',
     '--checkpoint-ms',
     '20',
+    ...extra,
   ]);
   const line = proc.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the listening line');
   const first = await Promise.race([line.then((l) => ({ line: l })), proc.exited.then(() => undefined)]);
@@ -174,4 +175,53 @@ it('a warm standby on the leader’s state directory takes over when the leader 
   const done = await waitFor(b, is('subagent.complete', id), 'the entry');
   expect(done.payload).toMatchObject({ status: 'completed', summary: 'steered' });
   expect(done.payload.missed_steer).toBeUndefined();
+}, 90_000);
+
+it('an adopted child rides out a NATS restart after the control plane’s: its events and its steer arrive', async () => {
+  const dir = await freshStateDir();
+  dirs.push(dir);
+  // Bounds longer than the outage: nobody is lost while NATS restarts.
+  const bounds = ['--worker-loss-ms', '20000'];
+  const first = await plane(dir, bounds);
+  await startWorker(nats.url);
+  const a = await host(first);
+  const s = await mustCall<{ session_id: string; session_key: string }>(a, 'session.create', {});
+  const steps = [
+    { op: 'say', text: 'up' },
+    { op: 'tool', name: 'settle', ms: 100 },
+    { op: 'say', text: 'before' },
+    { op: 'wait_steer' },
+    { op: 'say', text: 'after' },
+    { op: 'finish', summary: 'rode it out' },
+  ];
+  const { subagent_ids } = await mustCall<{ subagent_ids: string[] }>(a, 'delegation.spawn', {
+    session_id: s.session_id,
+    tasks: [{ goal: 'rider', agent: { kind: 'scripted', steps } }],
+  });
+  const id = subagent_ids[0] as string;
+  await waitFor(a, said(id, 'before'), 'the child waiting');
+  await sigkill(first);
+  const second = await plane(dir, bounds);
+  const b = await host(second);
+  await mustCall(b, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
+  // NATS itself goes and comes back (its store kept): the control plane and the worker reconnect.
+  await nats.stop('SIGTERM');
+  await nats.restart();
+  const r = await within(
+    (async () => {
+      // A steer during the reconnect may be answered uncertain or refused; once it is queued, it lands.
+      for (;;) {
+        const reply = await b.client.call('subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'carry on' });
+        const result = reply.result as { status?: string; steer_id?: string } | undefined;
+        if (result?.status === 'queued') return result;
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    })(),
+    20_000,
+    'a queued steer after the NATS restart',
+  );
+  const done = await waitFor(b, is('subagent.complete', id), 'the entry');
+  expect(done.payload).toMatchObject({ status: 'completed', summary: 'rode it out' });
+  const delivered = sessionEvents(b, s.session_id).filter((e) => is('subagent.steer.delivered', id)(e));
+  expect(delivered.map((e) => e.payload.steer_id)).toEqual([r.steer_id]);
 }, 90_000);
