@@ -26,7 +26,7 @@ export class Mailbox {
   readonly #done = new Set<string>();
   /** The control plane said steers wait, and no receipt was asked since. */
   #noticed = false;
-  /** Woken by a notice. */
+  /** Woken by a notice, and when a receipt request ends (steers ready, or to ask again). */
   #wake: Set<() => void> | undefined;
   #asking: Promise<void> | undefined;
   #closed = false;
@@ -39,6 +39,10 @@ export class Mailbox {
   notice(): void {
     if (this.#closed) return;
     this.#noticed = true;
+    this.#wakeAll();
+  }
+
+  #wakeAll(): void {
     const wake = this.#wake;
     this.#wake = undefined;
     for (const w of wake ?? []) w();
@@ -66,7 +70,11 @@ export class Mailbox {
         return;
       }
       for (const s of granted) this.#admit(s);
-    })();
+    })().finally(() => {
+      // A wait for a steer that began while this was in flight (a runner that did not await it)
+      // hears of its outcome: steers ready, or a notice to ask again.
+      this.#wakeAll();
+    });
     this.#asking = asking;
     try {
       await asking;
@@ -133,8 +141,6 @@ export class Mailbox {
   close(): void {
     this.#closed = true;
     this.#inbox.seal();
-    const wake = this.#wake;
-    this.#wake = undefined;
-    for (const w of wake ?? []) w();
+    this.#wakeAll();
   }
 }
