@@ -286,6 +286,11 @@ export class ChildRecord {
     return this.#inbox.push(steer_id, text, this.#lifecycle?.steerVeto, requeued_from);
   }
 
+  /** Queues a steer as it was before a restart (an adopted child's), its seq kept. */
+  restoreSteer(steer: Steer): void {
+    this.#inbox.restore(steer);
+  }
+
   /** Takes back a steer still queued (it never reached the runner's mailbox); true if it was. */
   withdrawSteer(steer_id: string): boolean {
     return this.#inbox.withdraw(steer_id);

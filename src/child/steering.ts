@@ -51,6 +51,17 @@ export class SteerInbox {
     return steer;
   }
 
+  /**
+   * Queues a steer again as it was before a restart (an adopted child's), with its own seq, so
+   * that acceptance order holds against what a worker was granted before; later steers follow it.
+   */
+  restore(steer: Steer): void {
+    if (this.#sealed) return;
+    this.#seq = Math.max(this.#seq, steer.seq);
+    this.#queued.push(steer);
+    this.#pendingBytes += Buffer.byteLength(steer.text, 'utf8');
+  }
+
   /** Removes a just-queued steer again (its acceptance was vetoed); true if it was still queued. */
   withdraw(steer_id: string): boolean {
     const i = this.#queued.findIndex((s) => s.steer_id === steer_id);

@@ -318,7 +318,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const live = [...registry.liveRecords()];
       // A child that goes on elsewhere (a worker's, adopted by the next process) is left running:
       // its latest transcript and progress are written, and nothing of it is settled.
-      const stays = (r: ChildRecord) => r.runner.outlives?.(r.subagent_id) === true;
+      // One already stopped (an interrupt on its way) finishes here as it would have.
+      const stays = (r: ChildRecord) => !r.stopped && r.runner.outlives?.(r.subagent_id) === true;
       for (const r of live) if (stays(r)) journal?.progress(r.subagent_id, r.readTail().text, r.progress);
       const stopped = live.filter((r) => !stays(r));
       interruptAll(stopped);

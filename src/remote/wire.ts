@@ -31,7 +31,7 @@ export const subjects = {
   taken: (child: string) => `sr.cp.${child}.taken`,
   /** Every worker -> control plane request (`sr.cp.<child>.<kind>`): one subscription for all children. */
   requests: 'sr.cp.*.*',
-  /** Control plane -> worker: a child's delegation finished (its entries). */
+  /** Control plane -> worker, about one child: its delegation's entries, or word that steers wait. */
   inbound: (child: string) => `sr.in.${child}`,
 } as const;
 

@@ -40,9 +40,10 @@ export class EventFeed {
   #through = 0;
   #waiters: Array<{ seq: number; latch: Latch }> = [];
 
-  private constructor(o: EventFeedOptions, messages: ConsumerMessages) {
+  private constructor(o: EventFeedOptions, messages: ConsumerMessages, through: number) {
     this.#o = o;
     this.#messages = messages;
+    this.#through = through;
     void (async () => {
       for await (const m of messages) this.#handle(m);
     })().catch((err: unknown) => o.logger.warn({ err: describe(err) }, 'the worker event feed stopped'));
@@ -79,7 +80,9 @@ export class EventFeed {
       max_ack_pending: 20_000,
     });
     const consumer = await js.consumers.get(EVENT_STREAM, CONSUMER);
-    return new EventFeed(o, await consumer.consume({ max_messages: 1024 }));
+    // Everything before where it starts counts as handled (caughtUp must not wait for it).
+    const start = (await jsm.consumers.info(EVENT_STREAM, CONSUMER)).delivered.stream_seq;
+    return new EventFeed(o, await consumer.consume({ max_messages: 1024 }), start);
   }
 
   #handle(m: JsMsg): void {

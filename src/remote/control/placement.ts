@@ -7,6 +7,7 @@ import type { RunnerKinds } from '../../delegation/runners/kinds.ts';
 import type { Msg, Subscription } from '@nats-io/transport-node';
 import { type Drop, encode, eventSenderSchema, guarded, type Heartbeat, heartbeatSchema, isRecord, parse, subjects, tryParse } from '../wire.ts';
 import { openNats, type NatsLink } from '../nats.ts';
+import { within } from '../wait.ts';
 import { RemoteChild } from './remote-child.ts';
 import { RemoteRunner } from './remote-runner.ts';
 import { WorkerTable } from './worker-table.ts';
@@ -83,6 +84,8 @@ export class Placement implements PlacementPort {
         callback: guarded(this.logger, (m) => this.#heartbeat(parse(heartbeatSchema, m.data, this.logger, m.subject), m.subject)),
       }),
     );
+    // The workers of adopted children were counted as seen at adoption: the loss bound runs from now.
+    this.workers.listening();
   }
 
   /**
@@ -112,7 +115,8 @@ export class Placement implements PlacementPort {
   adopter(): Adopter {
     this.#adoptive = true;
     return (child) => {
-      const at = remoteProgress(child.checkpoint);
+      const progress = remoteProgress(child.checkpoint);
+      const at = progress?.remote;
       if (!at || child.agent === 'object') return undefined;
       const spec = child.agent === 'default' ? this.#defaultSpec : child.agent.spec;
       if (!isRecord(spec)) return undefined;
@@ -124,8 +128,9 @@ export class Placement implements PlacementPort {
       this.logger.info({ subagent_id: child.subagent_id, worker: at.worker, epoch: at.epoch }, 'adopted a child still running on its worker');
       return {
         runner: new RemoteRunner(this, spec, child.model),
-        restored: (taken) => c.restoreGranted(taken),
+        restored: (taken, waiting) => c.restoreGranted(taken, waiting),
         delegation: (delegation_id, results) => c.resumeDelegation(delegation_id, results),
+        delegations: progress.delegations ?? [],
       };
     };
   }
@@ -217,8 +222,18 @@ export class Placement implements PlacementPort {
       this.link.nc.publish(subjects.drop(hb.worker), encode({ children: stale } satisfies Drop));
     }
     this.workers.heartbeat(hb);
-    // Steers that wait for a receipt: their notice may have been lost, so the worker hears again.
-    for (const c of this.#byWorker.get(hb.worker) ?? []) c.renotify();
+    const held = new Set(hb.children.map(({ child, epoch }) => `${child}@${epoch}`));
+    for (const c of this.#byWorker.get(hb.worker) ?? []) {
+      // Steers that wait for a receipt: their notice may have been lost, so the worker hears again.
+      c.renotify();
+      // An adopted child its worker no longer holds ended while no control plane listened, its
+      // finish past reach (read already, or aged out): once the feed is read up, it is lost.
+      if (c.adopted && !held.has(`${c.id}@${c.epoch}`))
+        void this.caughtUp().then(
+          () => c.lost('child_lost', `child ${c.id} is no longer on worker ${hb.worker}`),
+          () => undefined,
+        );
+    }
   }
 
   #event(subject: string, data: Uint8Array): void {
@@ -240,13 +255,23 @@ export class Placement implements PlacementPort {
   #lost(worker: string): void {
     const set = this.#byWorker.get(worker);
     this.#byWorker.delete(worker);
-    for (const c of set ?? []) c.lost();
+    // What the worker sent before it went (a finish, a delivery) may still wait in the event feed
+    // (a restart's backlog): read it up first, within a bound, so a loss never outruns it.
+    void within(
+      this.clock,
+      2000,
+      this.caughtUp().catch(() => undefined),
+    ).then(() => {
+      for (const c of set ?? []) c.lost();
+    });
   }
 }
 
-/** The remote assignment a child's saved progress names, if it is one. */
-function remoteProgress(checkpoint: unknown): RemoteProgress['remote'] | undefined {
+/** The remote assignment a child's saved progress names, if it is one (and what it waits for). */
+function remoteProgress(checkpoint: unknown): RemoteProgress | undefined {
   if (!isRecord(checkpoint) || !isRecord(checkpoint.remote)) return undefined;
   const { worker, epoch } = checkpoint.remote;
-  return typeof worker === 'string' && worker !== '' && typeof epoch === 'number' && Number.isInteger(epoch) ? { worker, epoch } : undefined;
+  if (typeof worker !== 'string' || worker === '' || typeof epoch !== 'number' || !Number.isInteger(epoch)) return undefined;
+  const waits = Array.isArray(checkpoint.delegations) ? checkpoint.delegations.filter((d): d is string => typeof d === 'string') : [];
+  return { remote: { worker, epoch }, delegations: waits };
 }

@@ -11,6 +11,8 @@ import type { WorkerTable } from './worker-table.ts';
 /** What a remote child's runner saves as its progress: where the child runs (a restart adopts it there). */
 export interface RemoteProgress {
   readonly remote: { readonly worker: string; readonly epoch: number };
+  /** Its delegations whose entries its worker still waits for. */
+  readonly delegations?: readonly string[];
 }
 
 /** One remote child as the runner drives it (remote-child.ts). */
@@ -31,8 +33,10 @@ export interface RemoteChildHandle {
   renotify(): void;
   /** Running on a worker (assigned, not settled). */
   readonly placed: boolean;
+  /** Adopted after a restart (not placed by this process). */
+  readonly adopted: boolean;
   adopt(worker: string, epoch: number): void;
-  restoreGranted(taken: readonly Steer[]): void;
+  restoreGranted(taken: readonly Steer[], waiting: boolean): void;
   resumeDelegation(delegation_id: string, results: Promise<CompletionEntry[]>): void;
   /** The runtime gave up on the run: the worker drops the child and its slot is free at once. */
   abandon(): void;

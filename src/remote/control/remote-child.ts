@@ -1,17 +1,7 @@
 // One child on a worker, as the control plane runs it: its assignment (worker and epoch), the relay
 // of the worker's events into the child's real context, interrupt by request, and its loss.
 import type { Msg } from '@nats-io/transport-node';
-import { isSubrunError } from '../../errors.ts';
-import {
-  RunnerLostError,
-  type CompletionEntry,
-  type DelegationHandle,
-  type RunOutcome,
-  type RunnerContext,
-  type Steer,
-  type SteerCommit,
-  type TaskSpec,
-} from '../../types.ts';
+import { RunnerLostError, type CompletionEntry, type RunOutcome, type RunnerContext, type Steer, type SteerCommit } from '../../types.ts';
 import {
   type Assign,
   type AssignReply,
@@ -36,7 +26,8 @@ import { Latch, within } from '../wait.ts';
 import { ChildMailbox } from './child-mailbox.ts';
 import { RemoteSteerLedger } from './steer-ledger.ts';
 import { EventRelay } from './relay.ts';
-import type { PlacementPort, RemoteChildHandle, RemoteProgress } from './port.ts';
+import { ChildDelegations } from './delegations.ts';
+import type { PlacementPort, RemoteChildHandle } from './port.ts';
 import { NatsUnavailableError, type WorkerState } from './worker-table.ts';
 
 /** How long a control request (assign, interrupt) may take before it is given up. */
@@ -61,14 +52,12 @@ export class RemoteChild implements RemoteChildHandle {
   #settle: { resolve(o: RunOutcome): void; reject(e: Error): void } | undefined;
   /** Opened once the child's end is decided: the worker's finish, or the loss. */
   readonly #settled = new Latch();
-  /** Slot released while this child waits for its own children (delegations in flight). */
-  #waitingOn = 0;
   #placeError: Error | undefined;
   #placing = false;
   /** Rebuilt after a control-plane restart on the worker it already runs on. */
   #adopted = false;
-  /** Its delegations (by id): a spawn asked again is answered, not made twice. */
-  readonly #delegations = new Set<string>();
+  /** Its own delegations: made once each, their entries sent to its worker. */
+  readonly #delegations: ChildDelegations;
 
   constructor(placement: PlacementPort, id: string, agent: Record<string, unknown>) {
     this.#p = placement;
@@ -76,10 +65,19 @@ export class RemoteChild implements RemoteChildHandle {
     this.#agent = agent;
     this.#mailbox = new ChildMailbox(placement, id);
     this.#ledger = new RemoteSteerLedger(this.#mailbox);
+    this.#delegations = new ChildDelegations(placement, this);
     this.#relay = new EventRelay(this.#ledger, (outcome) => {
       this.#settled.open();
       this.#settle?.resolve(outcome);
     });
+  }
+
+  get adopted(): boolean {
+    return this.#adopted;
+  }
+
+  get settled(): boolean {
+    return this.#settled.opened;
   }
 
   get placed(): boolean {
@@ -179,7 +177,7 @@ export class RemoteChild implements RemoteChildHandle {
     if (reply?.ok) {
       this.#p.bind(this);
       // Where it runs, in the child's progress: a restarted control plane adopts it there.
-      ctx.saveProgress({ remote: { worker: w.id, epoch: this.epoch } } satisfies RemoteProgress);
+      this.#delegations.placed(ctx);
       return 'assigned';
     }
     this.#p.workers.release(w.id);
@@ -302,41 +300,7 @@ export class RemoteChild implements RemoteChildHandle {
 
   #onSpawn(ctx: RunnerContext | undefined, req: SpawnRequest | undefined): SpawnReply {
     if (!ctx || !req || !this.#current(req)) return { ok: false, error: 'not the current assignment' };
-    // Asked again (its answer was lost, or this control plane restarted since): spawned once.
-    if (this.#delegations.has(req.delegation_id)) return { ok: true };
-    let handle: DelegationHandle;
-    try {
-      const tasks: TaskSpec[] = req.tasks.map((t) => ({
-        goal: t.goal,
-        ...(t.context !== undefined ? { context: t.context } : {}),
-        ...(t.agent ? { agent: t.agent } : {}),
-      }));
-      handle = this.#p.ids.preassigned(req.delegation_id, req.subagent_ids, () =>
-        ctx.delegate(tasks, req.timeout_ms !== undefined ? { timeout_ms: req.timeout_ms } : {}),
-      );
-    } catch (err) {
-      return { ok: false, error: isSubrunError(err) ? err.message : describe(err) };
-    }
-    this.#await(handle.delegation_id, handle.results);
-    return { ok: true };
-  }
-
-  /**
-   * A delegation of this child in flight: while any is, the child holds no worker slot (so deep
-   * trees cannot deadlock); its entries go to the worker when they are all in.
-   */
-  #await(delegation_id: string, results: Promise<CompletionEntry[]>): void {
-    this.#delegations.add(delegation_id);
-    if (this.#waitingOn++ === 0 && this.worker) this.#p.workers.release(this.worker);
-    void results.then((entries) => {
-      if (--this.#waitingOn === 0 && this.worker && !this.#settled.opened) this.#p.workers.retake(this.worker);
-      // A closed connection throws here: logged, never an unhandled rejection.
-      try {
-        if (!this.#settled.opened) this.#p.link.nc.publish(subjects.inbound(this.id), encode({ type: 'results', delegation_id, entries } satisfies Inbound));
-      } catch (err) {
-        this.#p.logger.warn({ subagent_id: this.id, err: describe(err) }, 'could not send a delegation’s entries to the worker');
-      }
-    });
+    return this.#delegations.spawn(ctx, req);
   }
 
   /**
@@ -350,14 +314,16 @@ export class RemoteChild implements RemoteChildHandle {
     this.#p.bind(this);
   }
 
-  /** The adopted child's steers that held receipts when the last process stopped. */
-  restoreGranted(taken: readonly Steer[]): void {
+  /** The adopted child's steers that held receipts when the last process stopped, and whether others wait. */
+  restoreGranted(taken: readonly Steer[], waiting: boolean): void {
     this.#ledger.restore(taken);
+    // Queued ones too: run() tells the worker they wait (its last notice may have died with us).
+    if (waiting) this.#ledger.published();
   }
 
   /** The adopted child's delegation that goes on after the restart: its entries go to the worker. */
   resumeDelegation(delegation_id: string, results: Promise<CompletionEntry[]>): void {
-    this.#await(delegation_id, results);
+    this.#delegations.await(delegation_id, results);
   }
 
   /**
@@ -375,11 +341,14 @@ export class RemoteChild implements RemoteChildHandle {
   lost(exit_reason = 'worker_lost', message = `worker ${this.worker ?? '?'} lost`): void {
     if (this.#settled.opened) return;
     this.#settled.open();
-    this.#settle?.reject(new RunnerLostError(message, exit_reason, this.#ledger.settleLoss()));
+    const err = new RunnerLostError(message, exit_reason, this.#ledger.settleLoss());
+    // Lost before its run began (an adopted child still waiting in a full queue): run() says so.
+    if (this.#settle) this.#settle.reject(err);
+    else this.#placeError = err;
   }
 
   #cleanup(): void {
-    if (this.worker !== undefined && this.#waitingOn === 0) this.#p.workers.release(this.worker);
+    if (this.worker !== undefined && !this.#delegations.waiting) this.#p.workers.release(this.worker);
     this.#p.unbind(this);
     void this.#mailbox.dispose();
   }

@@ -53,7 +53,8 @@ export class RemoteSteerLedger {
   confirm(ids: Iterable<string>): void {
     const ctx = this.#ctx;
     if (!ctx) return;
-    this.#pull();
+    // No pull here: a delivery names only granted steers, and taking the rest now would write
+    // them down as taken (a restart would then count them as holding a receipt).
     const steers: Steer[] = [];
     for (const id of ids) {
       const s = this.#pending.get(id);

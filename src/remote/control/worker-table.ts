@@ -83,6 +83,12 @@ export class WorkerTable {
     w.slots++;
   }
 
+  /** Every worker counts as seen now (the table starts listening: time before that is not silence). */
+  listening(): void {
+    const now = this.#options.clock.now();
+    for (const w of this.#workers.values()) w.lastSeen = now;
+  }
+
   /**
    * A worker with room, chosen by the lowest fraction of its capacity in use. Waits while none
    * has room; rejects with NatsUnavailableError once NATS has been unreachable for the outage

@@ -148,7 +148,7 @@ export class WorkerContext implements RunnerContext {
     if (this.#open) this.#delivered(steers);
   }
 
-  /** Acked at the delivery point, then told: an ack the server holds means delivered. */
+  /** Marked delivered at the delivery point, then the control plane is told (its ledger confirms them). */
   #delivered(steers: readonly Steer[]): void {
     const acked = this.#mailbox.ack(steers);
     if (acked.length > 0) this.#port.send({ type: 'delivered', steer_ids: acked.map((s) => s.steer_id) });
