@@ -94,6 +94,8 @@ export function adoptChosen(core: Core, journal: ChildJournal, chosen: ReadonlyM
       ...(child.revived_from !== undefined ? { revived_from: child.revived_from } : {}),
       adopted: { started_at: child.started_at ?? core.clock.now(), tail: child.tail },
     });
+    // Its progress as it was (where it runs): a later write, or another restart, keeps it.
+    live.record.progress = child.checkpoint;
     adoption.restored(
       restoreSteers(live.record, child),
       child.steers.some((x) => x.state === 'queued'),

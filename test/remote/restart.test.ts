@@ -225,3 +225,41 @@ it('an adopted child rides out a NATS restart after the control plane’s: its e
   const delivered = sessionEvents(b, s.session_id).filter((e) => is('subagent.steer.delivered', id)(e));
   expect(delivered.map((e) => e.payload.steer_id)).toEqual([r.steer_id]);
 }, 90_000);
+
+it('adopts a remote child again after a SIGKILL and then a SIGTERM (its place survives the first adoption)', async () => {
+  const dir = await freshStateDir();
+  dirs.push(dir);
+  let server = await plane(dir);
+  await startWorker(nats.url);
+  let h = await host(server);
+  const s = await mustCall<{ session_id: string; session_key: string }>(h, 'session.create', {});
+  const steps = [
+    { op: 'say', text: 'up' },
+    { op: 'tool', name: 'settle', ms: 100 },
+    { op: 'say', text: 'waiting' },
+    { op: 'wait_steer' },
+    { op: 'say', text: 'steered' },
+    { op: 'tool', name: 'settle again', ms: 300 },
+    { op: 'finish', summary: 'twice' },
+  ];
+  const { subagent_ids } = await mustCall<{ subagent_ids: string[] }>(h, 'delegation.spawn', {
+    session_id: s.session_id,
+    tasks: [{ goal: 'twice', agent: { kind: 'scripted', steps } }],
+  });
+  const id = subagent_ids[0] as string;
+  await waitFor(h, said(id, 'waiting'), 'the child waiting');
+  await sigkill(server);
+  server = await plane(dir);
+  h = await host(server);
+  await mustCall(h, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
+  await mustCall(h, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'go' });
+  await waitFor(h, said(id, 'steered'), 'the child steered');
+  // An orderly stop this time: it writes the adopted child's latest progress, which must still say where it runs.
+  expect(await sigterm(server)).toMatchObject({ code: 0 });
+  server = await plane(dir);
+  h = await host(server);
+  await mustCall(h, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
+  const replay = await mustCall<{ events: WireEvent[] }>(h, 'session.events.since', { session_id: s.session_id, last_seen: 0 });
+  const done = replay.events.find(is('subagent.complete', id)) ?? (await waitFor(h, is('subagent.complete', id), 'the entry'));
+  expect(done.payload).toMatchObject({ status: 'completed', summary: 'twice' });
+}, 90_000);

@@ -196,6 +196,8 @@ export class RemoteChild implements RemoteChildHandle {
     this.#ctx = ctx;
     this.#ledger.attach(ctx);
     this.#running.open(ctx);
+    // Adopted: its progress (where it runs, what its worker waits for) is kept up from now on.
+    if (this.#adopted) this.#delegations.placed(ctx);
     // Steered while it waited for a worker: the worker hears of it now.
     this.renotify();
     const done = new Promise<RunOutcome>((resolve, reject) => (this.#settle = { resolve, reject }));
