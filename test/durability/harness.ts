@@ -65,9 +65,12 @@ function flags(dir: string): string[] {
   ];
 }
 
-/** Starts a server on `dir` (a port of its own each time); fails at once if it exits instead. */
-export async function startServer(dir: string): Promise<Server> {
-  const proc = spawnSubrun(flags(dir));
+/**
+ * Starts a server on `dir` (a port of its own each time), with `extra` flags after the usual ones
+ * (a later flag wins); fails at once if it exits instead.
+ */
+export async function startServer(dir: string, extra: readonly string[] = []): Promise<Server> {
+  const proc = spawnSubrun([...flags(dir), ...extra]);
   const line = proc.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the listening line');
   const first = await Promise.race([line.then((l) => ({ line: l })), proc.exited.then((exit) => ({ exit }))]);
   if ('exit' in first) {

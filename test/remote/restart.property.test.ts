@@ -6,10 +6,21 @@
 // nats-server -js, `serve --ws --nats --state-dir`, one `subrun worker`.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { killAll, spawnSubrun, WAIT_MS } from '../helpers/process.ts';
+import { killAll } from '../helpers/process.ts';
 import { startNats, startWorker, type Nats } from '../helpers/nats.ts';
 import type { RpcReply, WireEvent } from '../helpers/rpc-client.ts';
-import { callOrLost, connectHost, freshStateDir, mustCall, removeStateDir, sigkill, TOKEN, within, type Host, type Server } from '../durability/harness.ts';
+import {
+  callOrLost,
+  connectHost,
+  freshStateDir,
+  mustCall,
+  removeStateDir,
+  sigkill,
+  startServer,
+  within,
+  type Host,
+  type Server,
+} from '../durability/harness.ts';
 
 let nats: Nats;
 let dir: string;
@@ -24,12 +35,9 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-async function plane(): Promise<Server> {
-  const proc = spawnSubrun(['serve', '--ws', '--port', '0', '--token', TOKEN, '--state-dir', dir, '--nats', nats.url, '--checkpoint-ms', '20']);
-  const line = proc.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the listening line');
-  const first = await Promise.race([line.then((l) => ({ line: l })), proc.exited.then(() => undefined)]);
-  if (!first) throw new Error(`the control plane exited before listening: ${proc.stderr.all.join('\n').slice(0, 800)}`);
-  return { proc, url: first.line.slice('subrun listening on '.length).trim(), dir };
+/** The control plane on the shared directory and NATS; its progress written at most every 20 ms. */
+function plane(): Promise<Server> {
+  return startServer(dir, ['--nats', nats.url, '--checkpoint-ms', '20']);
 }
 
 /** Three delivery points that end by themselves (timed waits), then an end: every child finishes. */

@@ -17,6 +17,7 @@ import {
   sessionEvents,
   sigkill,
   sigterm,
+  startServer,
   TOKEN,
   within,
   type Host,
@@ -38,28 +39,9 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) await removeStateDir(d);
 });
 
-async function plane(dir: string, extra: readonly string[] = []): Promise<Server> {
-  const proc = spawnSubrun([
-    'serve',
-    '--ws',
-    '--port',
-    '0',
-    '--token',
-    TOKEN,
-    '--state-dir',
-    dir,
-    '--nats',
-    nats.url,
-    '--max-spawn-depth',
-    '2',
-    '--checkpoint-ms',
-    '20',
-    ...extra,
-  ]);
-  const line = proc.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the listening line');
-  const first = await Promise.race([line.then((l) => ({ line: l })), proc.exited.then(() => undefined)]);
-  if (!first) throw new Error(`the control plane exited before listening: ${proc.stderr.all.join('\n').slice(0, 800)}`);
-  return { proc, url: first.line.slice('subrun listening on '.length).trim(), dir };
+/** A control plane on `dir` and the test's NATS; its progress written at most every 20 ms. */
+function plane(dir: string, extra: readonly string[] = []): Promise<Server> {
+  return startServer(dir, ['--nats', nats.url, '--checkpoint-ms', '20', ...extra]);
 }
 
 async function host(server: Server): Promise<Host> {
