@@ -6,12 +6,12 @@
 // unavailable (writes answer -32002) and is retried every second until it succeeds. Checkpoints
 // (the one step that fsyncs under `--fsync normal`) run when the store is idle, never inside a
 // commit a reply waits for.
-import type { Statement } from 'better-sqlite3';
 import type { Logger } from '../log.ts';
 import { StoreUnavailableError } from '../types.ts';
 import type { Db } from './open.ts';
+import type { Write } from './statements.ts';
 
-export type Op = readonly [Statement, ...unknown[]];
+export type Op = readonly [Write, ...unknown[]];
 
 const RETRY_MS = 1000;
 /** A checkpoint runs once no commit came for this long (the store is idle)... */
@@ -26,11 +26,34 @@ export interface Coalesced {
   clear(): void;
 }
 
+/**
+ * Where a commit becomes durable beyond this process (the JetStream state log, jetstream/log.ts).
+ * Without one, a local commit is durable; with one, the local database is this process's working
+ * copy and what waits for a commit waits until the durability says the commit is stored.
+ */
+export interface Durability {
+  /** False while commits cannot be stored (they stay queued, in order, and are retried). */
+  readonly available: boolean;
+  /** Commits sealed and not yet durable. */
+  readonly outstanding: boolean;
+  /** Ships what the commit just made wrote (its recorded statements). */
+  seal(): void;
+  /** What the failed commit recorded is dropped (its transaction rolled back). */
+  discard(): void;
+  /**
+   * Runs `then` once every commit sealed so far is durable, after everything queued before it; `fail`
+   * (if given) instead, at the first failure to store one of them meanwhile.
+   */
+  after(then: () => void, fail?: (err: unknown) => void): void;
+  close(): void;
+}
+
 export class GroupCommit {
   readonly #db: Db;
   readonly #logger: Logger;
   readonly #coalesced: Coalesced;
   readonly #commit: () => void;
+  readonly #durability: Durability | undefined;
   readonly #checkpointer: NodeJS.Timeout;
   #ops: Op[] = [];
   #waiting: Array<() => void> = [];
@@ -44,8 +67,9 @@ export class GroupCommit {
   #uncheckpointed = 0;
   #lastCommit = 0;
 
-  constructor(db: Db, logger: Logger, coalesced: Coalesced) {
+  constructor(db: Db, logger: Logger, coalesced: Coalesced, durability?: Durability) {
     this.#db = db;
+    this.#durability = durability;
     this.#logger = logger;
     this.#coalesced = coalesced;
     this.#commit = db.transaction(() => {
@@ -58,7 +82,22 @@ export class GroupCommit {
   }
 
   get available(): boolean {
-    return this.#available;
+    return this.#available && (this.#durability?.available ?? true);
+  }
+
+  /** Resolves once everything committed so far is durable; undefined when it already is. */
+  settled(): Promise<void> | undefined {
+    const d = this.#durability;
+    if (!d || (!d.outstanding && !this.#pending)) return undefined;
+    return new Promise((resolve, reject) => {
+      try {
+        this.flush();
+      } catch (err) {
+        reject(err);
+        return;
+      }
+      d.after(resolve, reject);
+    });
   }
 
   get closed(): boolean {
@@ -91,7 +130,8 @@ export class GroupCommit {
     if (this.#pending || this.#waiting.length > 0) {
       this.#waiting.push(deliver);
       this.schedule();
-    } else if (this.#draining) this.#ready.push(deliver);
+    } else if (this.#durability?.outstanding === true) this.#durability.after(deliver);
+    else if (this.#draining) this.#ready.push(deliver);
     else deliver();
   }
 
@@ -102,6 +142,7 @@ export class GroupCommit {
       try {
         this.#commit();
       } catch (err) {
+        this.#durability?.discard();
         if (this.#available) this.#logger.error({ err }, 'store unavailable: writes are refused until it can write again');
         this.#available = false;
         this.#retry ??= setTimeout(() => {
@@ -116,14 +157,22 @@ export class GroupCommit {
       }
       this.#ops = [];
       this.#coalesced.clear();
+      this.#durability?.seal();
       this.#lastCommit = Date.now();
       if (++this.#uncheckpointed >= CHECKPOINT_EVERY_COMMITS) this.#checkpoint();
       if (!this.#available) this.#logger.warn('store available again');
       this.#available = true;
     }
     if (this.#waiting.length > 0) {
-      this.#ready.push(...this.#waiting);
+      const waiting = this.#waiting;
       this.#waiting = [];
+      // Durable elsewhere: they go once the commits they waited for are stored there.
+      if (this.#durability?.outstanding === true)
+        this.#durability.after(() => {
+          this.#ready.push(...waiting);
+          this.#drain();
+        });
+      else this.#ready.push(...waiting);
     }
     this.#drain();
   }
@@ -133,6 +182,7 @@ export class GroupCommit {
     this.#closed = true;
     if (this.#retry) clearTimeout(this.#retry);
     clearInterval(this.#checkpointer);
+    this.#durability?.close();
     this.#ops = [];
     this.#waiting = [];
   }

@@ -12,6 +12,7 @@ export function memoryStore(): ServerStore {
     replay_epoch: undefined,
     afterCommit: (deliver) => deliver(),
     flush: nothing,
+    settled: () => undefined,
     spawned: nothing,
     started: nothing,
     progress: nothing,

@@ -161,14 +161,7 @@ export function openDatabase(path: string, fsync: FsyncMode): Db {
     db.pragma('wal_autocheckpoint = 0');
     db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
     db.pragma('foreign_keys = OFF');
-    for (let v = version; v < SCHEMA_VERSION; v++) {
-      const step = MIGRATIONS[v];
-      if (step === undefined) break;
-      db.transaction(() => {
-        db.exec(step);
-        db.pragma(`user_version = ${v + 1}`);
-      })();
-    }
+    migrate(db, version);
   } catch (err) {
     db.close();
     if (err instanceof StoreOpenError) throw err;
@@ -187,6 +180,38 @@ export function openDatabase(path: string, fsync: FsyncMode): Db {
     }
   }
   return db;
+}
+
+/** Takes the schema from `version` to SCHEMA_VERSION, one transaction per step. */
+function migrate(db: Db, version: number): void {
+  for (let v = version; v < SCHEMA_VERSION; v++) {
+    const step = MIGRATIONS[v];
+    if (step === undefined) break;
+    db.transaction(() => {
+      db.exec(step);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}
+
+/**
+ * A database in memory, empty or from a snapshot (`Database.serialize()`): the working copy of a
+ * store whose durable copy is elsewhere (the JetStream store, jetstream/open.ts).
+ */
+export function openMemoryDatabase(snapshot?: Buffer): Db {
+  const db = snapshot ? new Database(snapshot) : new Database(':memory:');
+  try {
+    const version = Number(db.pragma('user_version', { simple: true }));
+    if (version > SCHEMA_VERSION) {
+      throw new StoreOpenError(`the stored snapshot has schema version ${version}, newer than this subrun knows (${SCHEMA_VERSION}); run a newer subrun`);
+    }
+    db.pragma('foreign_keys = OFF');
+    migrate(db, version);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
 }
 
 function describe(err: unknown): string {

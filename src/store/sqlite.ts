@@ -6,10 +6,10 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { silentLogger, type Logger } from '../log.ts';
 import type { CompletionEntry, JournaledChild, Steer } from '../types.ts';
-import { GroupCommit, type Op } from './commit.ts';
+import { GroupCommit, type Durability, type Op } from './commit.ts';
 import { DirLock, openDatabase, prepareDir, type Db, type FsyncMode } from './open.ts';
 import { SCHEMA_VERSION } from './schema.ts';
-import { childFromRow, parseEntry, statements, type ChildRowData, type Statements } from './statements.ts';
+import { childFromRow, parseEntry, statements, type ChildRowData, type Recorder, type Statements } from './statements.ts';
 import type { AnswerRow, DelegationRow, EventRow, ServerStore, SessionRow, StoreStats, StoredChild } from './types.ts';
 
 export interface SqliteStoreOptions {
@@ -19,6 +19,16 @@ export interface SqliteStoreOptions {
   readonly beforeCommit?: () => void;
   /** Whether to take the directory's lock (a library opening a file it was given: still yes). */
   readonly lock?: boolean;
+}
+
+/** A working copy in memory whose commits are durable elsewhere (the JetStream store). */
+export interface ReplicaOptions {
+  readonly logger?: Logger;
+  /** Where it is durable, for `subrun state:` lines and store stats. */
+  readonly where: string;
+  /** Told of every write (the durability ships them at each seal). */
+  readonly record: Recorder;
+  readonly durability: Durability;
 }
 
 /** Finished children without a session (a library's) kept at most. */
@@ -38,6 +48,8 @@ export class SqliteStore implements ServerStore {
   readonly #progress = new Map<string, { tail: string; checkpoint: string | null }>();
   #ownerlessFinished = 0;
   readonly #group: GroupCommit;
+  /** In memory, durable elsewhere: no file to size, no WAL to checkpoint. */
+  readonly #replica: boolean;
 
   /** Opens `dir/store.db` (made if missing), taking the directory's lock. Throws StoreOpenError. */
   static open(dir: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -51,30 +63,41 @@ export class SqliteStore implements ServerStore {
     }
   }
 
-  private constructor(path: string, db: Db, lock: DirLock | undefined, options: SqliteStoreOptions) {
+  /** A working copy in `db` (already loaded) whose commits `replica.durability` makes durable. */
+  static replica(db: Db, replica: ReplicaOptions): SqliteStore {
+    return new SqliteStore(replica.where, db, undefined, { logger: replica.logger }, replica);
+  }
+
+  private constructor(path: string, db: Db, lock: DirLock | undefined, options: SqliteStoreOptions, replica?: ReplicaOptions) {
     this.path = path;
     this.#db = db;
     this.#lock = lock;
     this.#logger = options.logger ?? silentLogger;
-    this.#st = statements(db);
+    this.#replica = replica !== undefined;
+    this.#st = statements(db, replica?.record);
     const epoch = this.#st.getMeta.pluck().get('replay_epoch');
     if (typeof epoch === 'string') this.replay_epoch = epoch;
     else {
       this.replay_epoch = `ep_${randomBytes(9).toString('base64url')}`;
       this.#st.setMeta.run('replay_epoch', this.replay_epoch);
     }
-    this.#group = new GroupCommit(db, this.#logger, {
-      pending: () => this.#seqs.size > 0 || this.#evicted.size > 0 || this.#progress.size > 0,
-      apply: () => {
-        this.#applyCoalesced();
-        options.beforeCommit?.();
+    this.#group = new GroupCommit(
+      db,
+      this.#logger,
+      {
+        pending: () => this.#seqs.size > 0 || this.#evicted.size > 0 || this.#progress.size > 0,
+        apply: () => {
+          this.#applyCoalesced();
+          options.beforeCommit?.();
+        },
+        clear: () => {
+          this.#seqs.clear();
+          this.#evicted.clear();
+          this.#progress.clear();
+        },
       },
-      clear: () => {
-        this.#seqs.clear();
-        this.#evicted.clear();
-        this.#progress.clear();
-      },
-    });
+      replica?.durability,
+    );
   }
 
   get available(): boolean {
@@ -92,6 +115,10 @@ export class SqliteStore implements ServerStore {
 
   flush(): void {
     this.#group.flush();
+  }
+
+  settled(): Promise<void> | undefined {
+    return this.#group.settled();
   }
 
   #queue(op: Op): void {
@@ -300,8 +327,8 @@ export class SqliteStore implements ServerStore {
   stats(): StoreStats {
     this.#settled();
     const count = (table: string) => Number(this.#db.prepare(`SELECT count(*) FROM ${table}`).pluck().get());
-    let bytes = 0;
-    for (const suffix of ['', '-wal']) {
+    let bytes = this.#replica ? Number(this.#db.pragma('page_count', { simple: true })) * Number(this.#db.pragma('page_size', { simple: true })) : 0;
+    for (const suffix of this.#replica ? [] : ['', '-wal']) {
       try {
         bytes += statSync(`${this.path}${suffix}`).size;
       } catch {
@@ -339,7 +366,7 @@ export class SqliteStore implements ServerStore {
     this.#settled();
     this.#group.close();
     try {
-      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+      if (!this.#replica) this.#db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
       // the WAL stays; the next open replays it
     }

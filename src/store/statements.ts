@@ -57,38 +57,46 @@ interface DelegationRowData {
   done: number;
 }
 
+/** A statement that changes the database: all a commit (or a replay of one) needs of it. */
+export interface Write {
+  run(...args: unknown[]): unknown;
+}
+
+/** Told of every write as it runs, by name (the JetStream state log ships them: jetstream/log.ts). */
+export type Recorder = (name: string, args: readonly unknown[]) => void;
+
 export interface Statements {
   readonly getMeta: Statement<[string], string>;
-  readonly setMeta: Statement;
-  readonly sessionSaved: Statement;
-  readonly sessionSeq: Statement;
-  readonly turnRunning: Statement;
-  readonly closedSteers: Statement;
-  readonly closedChildren: Statement;
-  readonly closedEvents: Statement;
-  readonly closedAnswers: Statement;
-  readonly closedDelegations: Statement;
-  readonly closedSession: Statement;
-  readonly eventAppended: Statement;
-  readonly evictEvents: Statement;
-  readonly answerKept: Statement;
-  readonly answerDropped: Statement;
-  readonly delegationDispatched: Statement;
-  readonly delegationDone: Statement;
-  readonly droppedSteers: Statement;
-  readonly droppedChildren: Statement;
-  readonly droppedDelegation: Statement;
-  readonly childSpawned: Statement;
-  readonly childStarted: Statement;
-  readonly childProgress: Statement;
-  readonly childFinished: Statement;
-  readonly childRevived: Statement;
-  readonly childOfClosedDropped: Statement;
-  readonly ownerlessPruned: Statement;
-  readonly steerAccepted: Statement;
-  readonly steerState: Statement;
-  readonly steerDropped: Statement;
-  readonly steersOfChildDropped: Statement;
+  readonly setMeta: Write;
+  readonly sessionSaved: Write;
+  readonly sessionSeq: Write;
+  readonly turnRunning: Write;
+  readonly closedSteers: Write;
+  readonly closedChildren: Write;
+  readonly closedEvents: Write;
+  readonly closedAnswers: Write;
+  readonly closedDelegations: Write;
+  readonly closedSession: Write;
+  readonly eventAppended: Write;
+  readonly evictEvents: Write;
+  readonly answerKept: Write;
+  readonly answerDropped: Write;
+  readonly delegationDispatched: Write;
+  readonly delegationDone: Write;
+  readonly droppedSteers: Write;
+  readonly droppedChildren: Write;
+  readonly droppedDelegation: Write;
+  readonly childSpawned: Write;
+  readonly childStarted: Write;
+  readonly childProgress: Write;
+  readonly childFinished: Write;
+  readonly childRevived: Write;
+  readonly childOfClosedDropped: Write;
+  readonly ownerlessPruned: Write;
+  readonly steerAccepted: Write;
+  readonly steerState: Write;
+  readonly steerDropped: Write;
+  readonly steersOfChildDropped: Write;
   readonly sessions: Statement<[], SessionRowData>;
   readonly events: Statement<[string], EventRow>;
   readonly answers: Statement<[string], AnswerRow>;
@@ -99,56 +107,81 @@ export interface Statements {
   readonly child: Statement<[string], ChildRowData>;
   readonly delegationChildren: Statement<[string], ChildRowData>;
   readonly steersOf: Statement<[string], SteerRowData>;
+  /** Every write by its name, for replaying recorded ones. */
+  readonly writes: ReadonlyMap<string, Write>;
 }
 
-export function statements(db: Db): Statements {
-  const run = (sql: string): Statement => db.prepare(sql);
+export function statements(db: Db, record?: Recorder): Statements {
+  const writes = new Map<string, Write>();
+  const run = (name: string, sql: string): Write => {
+    const stmt = db.prepare(sql);
+    const write: Write = record
+      ? {
+          run: (...args) => {
+            record(name, args);
+            return stmt.run(...args);
+          },
+        }
+      : stmt;
+    writes.set(name, stmt);
+    return write;
+  };
   const ofClosedSession = 'SELECT subagent_id FROM children WHERE session_id = ? AND entry IS NOT NULL';
   const ofDelegation = 'SELECT subagent_id FROM children WHERE delegation_id = ? AND entry IS NOT NULL';
   return {
     getMeta: db.prepare<[string], string>('SELECT value FROM meta WHERE key = ?'),
-    setMeta: run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
+    setMeta: run('setMeta', 'INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
     sessionSaved: run(
+      'sessionSaved',
       `INSERT INTO sessions (session_id, key_digest, title, created_at, generation, close_on_disconnect, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (session_id) DO UPDATE SET generation = excluded.generation, close_on_disconnect = excluded.close_on_disconnect`,
     ),
-    sessionSeq: run('UPDATE sessions SET seq = ? WHERE session_id = ?'),
-    turnRunning: run('UPDATE sessions SET turn_running = ? WHERE session_id = ?'),
-    closedSteers: run(`DELETE FROM steers WHERE subagent_id IN (${ofClosedSession})`),
-    closedChildren: run('DELETE FROM children WHERE session_id = ? AND entry IS NOT NULL'),
-    closedEvents: run('DELETE FROM events WHERE session_id = ?'),
-    closedAnswers: run('DELETE FROM answers WHERE session_id = ?'),
-    closedDelegations: run('DELETE FROM delegations WHERE session_id = ?'),
-    closedSession: run('DELETE FROM sessions WHERE session_id = ?'),
-    eventAppended: run('INSERT OR REPLACE INTO events (session_id, seq, text) VALUES (?, ?, ?)'),
-    evictEvents: run('DELETE FROM events WHERE session_id = ? AND seq <= ?'),
-    answerKept: run('INSERT OR REPLACE INTO answers (session_id, slot, params, expires, answer) VALUES (?, ?, ?, ?, ?)'),
-    answerDropped: run('DELETE FROM answers WHERE session_id = ? AND slot = ?'),
-    delegationDispatched: run('INSERT OR REPLACE INTO delegations (delegation_id, session_id, generation, count, done) VALUES (?, ?, ?, ?, ?)'),
-    delegationDone: run('UPDATE delegations SET done = 1 WHERE delegation_id = ?'),
-    droppedSteers: run(`DELETE FROM steers WHERE subagent_id IN (${ofDelegation})`),
-    droppedChildren: run('DELETE FROM children WHERE delegation_id = ? AND entry IS NOT NULL'),
-    droppedDelegation: run('DELETE FROM delegations WHERE delegation_id = ?'),
+    sessionSeq: run('sessionSeq', 'UPDATE sessions SET seq = ? WHERE session_id = ?'),
+    turnRunning: run('turnRunning', 'UPDATE sessions SET turn_running = ? WHERE session_id = ?'),
+    closedSteers: run('closedSteers', `DELETE FROM steers WHERE subagent_id IN (${ofClosedSession})`),
+    closedChildren: run('closedChildren', 'DELETE FROM children WHERE session_id = ? AND entry IS NOT NULL'),
+    closedEvents: run('closedEvents', 'DELETE FROM events WHERE session_id = ?'),
+    closedAnswers: run('closedAnswers', 'DELETE FROM answers WHERE session_id = ?'),
+    closedDelegations: run('closedDelegations', 'DELETE FROM delegations WHERE session_id = ?'),
+    closedSession: run('closedSession', 'DELETE FROM sessions WHERE session_id = ?'),
+    eventAppended: run('eventAppended', 'INSERT OR REPLACE INTO events (session_id, seq, text) VALUES (?, ?, ?)'),
+    evictEvents: run('evictEvents', 'DELETE FROM events WHERE session_id = ? AND seq <= ?'),
+    answerKept: run('answerKept', 'INSERT OR REPLACE INTO answers (session_id, slot, params, expires, answer) VALUES (?, ?, ?, ?, ?)'),
+    answerDropped: run('answerDropped', 'DELETE FROM answers WHERE session_id = ? AND slot = ?'),
+    delegationDispatched: run(
+      'delegationDispatched',
+      'INSERT OR REPLACE INTO delegations (delegation_id, session_id, generation, count, done) VALUES (?, ?, ?, ?, ?)',
+    ),
+    delegationDone: run('delegationDone', 'UPDATE delegations SET done = 1 WHERE delegation_id = ?'),
+    droppedSteers: run('droppedSteers', `DELETE FROM steers WHERE subagent_id IN (${ofDelegation})`),
+    droppedChildren: run('droppedChildren', 'DELETE FROM children WHERE delegation_id = ? AND entry IS NOT NULL'),
+    droppedDelegation: run('droppedDelegation', 'DELETE FROM delegations WHERE delegation_id = ?'),
     childSpawned: run(
+      'childSpawned',
       `INSERT OR REPLACE INTO children (subagent_id, session_id, generation, parent_id, depth, delegation_id, task_index, task_count, goal, context,
        agent, model, timeout_ms, revived_from, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued')`,
     ),
-    childStarted: run("UPDATE children SET status = 'running', started_at = ? WHERE subagent_id = ?"),
-    childProgress: run('UPDATE children SET tail = ?, checkpoint = coalesce(?, checkpoint) WHERE subagent_id = ?'),
-    childFinished: run('UPDATE children SET status = ?, finished_at = ?, entry = ? WHERE subagent_id = ?'),
-    childRevived: run('UPDATE children SET revived_to = ? WHERE subagent_id = ?'),
+    childStarted: run('childStarted', "UPDATE children SET status = 'running', started_at = ? WHERE subagent_id = ?"),
+    childProgress: run('childProgress', 'UPDATE children SET tail = ?, checkpoint = coalesce(?, checkpoint) WHERE subagent_id = ?'),
+    childFinished: run('childFinished', 'UPDATE children SET status = ?, finished_at = ?, entry = ? WHERE subagent_id = ?'),
+    childRevived: run('childRevived', 'UPDATE children SET revived_to = ? WHERE subagent_id = ?'),
     // A child of a session that closed while it finished is let go with it.
     childOfClosedDropped: run(
+      'childOfClosedDropped',
       'DELETE FROM children WHERE subagent_id = ? AND session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = children.session_id)',
     ),
     ownerlessPruned: run(
+      'ownerlessPruned',
       `DELETE FROM children WHERE session_id IS NULL AND entry IS NOT NULL AND subagent_id NOT IN
        (SELECT subagent_id FROM children WHERE session_id IS NULL AND entry IS NOT NULL ORDER BY finished_at DESC LIMIT ?)`,
     ),
-    steerAccepted: run('INSERT OR REPLACE INTO steers (steer_id, subagent_id, seq, text, state, accepted_at, requeued_from) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-    steerState: run('UPDATE steers SET state = ? WHERE subagent_id = ? AND steer_id = ?'),
-    steerDropped: run('DELETE FROM steers WHERE subagent_id = ? AND steer_id = ?'),
-    steersOfChildDropped: run('DELETE FROM steers WHERE subagent_id = ?'),
+    steerAccepted: run(
+      'steerAccepted',
+      'INSERT OR REPLACE INTO steers (steer_id, subagent_id, seq, text, state, accepted_at, requeued_from) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
+    steerState: run('steerState', 'UPDATE steers SET state = ? WHERE subagent_id = ? AND steer_id = ?'),
+    steerDropped: run('steerDropped', 'DELETE FROM steers WHERE subagent_id = ? AND steer_id = ?'),
+    steersOfChildDropped: run('steersOfChildDropped', 'DELETE FROM steers WHERE subagent_id = ?'),
     sessions: db.prepare<[], SessionRowData>('SELECT * FROM sessions'),
     events: db.prepare<[string], EventRow>('SELECT seq, text FROM events WHERE session_id = ? ORDER BY seq'),
     answers: db.prepare<[string], AnswerRow>('SELECT slot, params, expires, answer FROM answers WHERE session_id = ? ORDER BY expires'),
@@ -159,6 +192,7 @@ export function statements(db: Db): Statements {
     child: db.prepare<[string], ChildRowData>('SELECT * FROM children WHERE subagent_id = ?'),
     delegationChildren: db.prepare<[string], ChildRowData>('SELECT * FROM children WHERE delegation_id = ? ORDER BY task_index'),
     steersOf: db.prepare<[string], SteerRowData>('SELECT steer_id, seq, text, state, requeued_from FROM steers WHERE subagent_id = ? ORDER BY seq'),
+    writes,
   };
 }
 

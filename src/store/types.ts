@@ -70,6 +70,12 @@ export interface ServerStore extends ChildJournal {
    * how "nothing is sent before it is persisted" is kept without a commit per event.
    */
   afterCommit(deliver: () => void): void;
+  /**
+   * Resolves once everything committed so far is durable; undefined when it already is (a local
+   * commit is durable in SQLite; a JetStream store's is once stored there). Rejects with
+   * StoreUnavailableError if storing fails meanwhile (what it waited for is retried and stands).
+   */
+  settled(): Promise<void> | undefined;
 
   sessionSaved(row: SessionRow): void;
   sessionClosed(session_id: string): void;
