@@ -117,6 +117,13 @@ export const SERVE_FLAGS = [
     arg: 'DIR',
     help: 'the state directory: sessions, children, steers and events survive a restart (docs/durability.md); default $XDG_STATE_HOME/subrun or ~/.local/state/subrun with --ws; --stdio and --acp keep it only when given',
   },
+  {
+    flag: 'store',
+    env: 'SUBRUN_STORE',
+    kind: 'string',
+    arg: 'sqlite|jetstream',
+    help: "where the state lives: sqlite, a file in --state-dir (default); jetstream, with --nats: on the NATS server, so a standby on any machine takes over the leader's sessions and remote children (docs/durability.md)",
+  },
   { flag: 'no-state', env: 'SUBRUN_NO_STATE', kind: 'bool', help: 'keep no state: memory only, nothing survives a restart, spawn_tree.* answer 4031' },
   {
     flag: 'fsync',

@@ -67,12 +67,23 @@ export async function serve(argv: readonly string[]): Promise<number> {
     throw new UsageError('--worker-loss-ms and --nats-outage-ms need --nats');
   }
   if (nats === undefined && (v.standby === true || v['lease-ms'] !== undefined)) throw new UsageError('--standby and --lease-ms need --nats');
+  const storeKind = v.store ?? 'sqlite';
+  if (storeKind !== 'sqlite' && storeKind !== 'jetstream') throw new UsageError(`--store must be sqlite or jetstream, got ${JSON.stringify(storeKind)}`);
+  if (storeKind === 'jetstream' && nats === undefined) throw new UsageError('--store jetstream needs --nats');
+  if (storeKind === 'jetstream' && v['no-state'] === true) throw new UsageError('--store jetstream and --no-state exclude each other');
+  if (storeKind === 'jetstream' && v.fsync !== undefined)
+    throw new UsageError('--fsync applies to --store sqlite only (JetStream stores what the server is configured to)');
 
   const logger = createLogger(level);
   // The lease first: a standby waits here, before it opens the state directory (a leader on the
   // same machine may hold it) or acts on anything a worker sends.
   const lead = nats === undefined ? undefined : await takeLead(nats, v, logger);
-  const store = durable_dir === undefined ? undefined : await openStore(durable_dir, fsync, logger);
+  const store =
+    storeKind === 'jetstream' && lead
+      ? await openJetStream(lead.link, logger)
+      : durable_dir === undefined
+        ? undefined
+        : await openStore(durable_dir, fsync, logger);
   const remote = lead === undefined ? undefined : await attachPlacement(lead.link, v, logger);
   const localKinds = { ...builtinRunnerKinds, openai: openaiKind(openai) };
   const server = new RpcServer({
@@ -109,11 +120,17 @@ export async function serve(argv: readonly string[]): Promise<number> {
         : undefined,
     logger,
   });
+  // What the start settled is stored before anyone hears of it (a JetStream store's log).
+  await store?.settled()?.catch((err: unknown) => logger.error({ err }, 'what the start settled is not stored yet; retried'));
   // Only now, the adopted children known: the workers' heartbeats and events (an event is acked
-  // once what it caused is written, and its place in the stream is written with it).
+  // once what it caused is stored, and its place in the stream is stored with it).
   await remote?.start(
     store
-      ? { flush: () => store.flush(), cursor: { get: () => store.cursor('worker_events'), set: (seq) => store.moveCursor('worker_events', seq) } }
+      ? {
+          flush: () => store.flush(),
+          settled: () => store.settled(),
+          cursor: { get: () => store.cursor('worker_events'), set: (seq) => store.moveCursor('worker_events', seq) },
+        }
       : undefined,
   );
 
@@ -132,7 +149,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
       await server.shutdown();
       // Children left running on workers: what their workers send now waits for the next process.
       remote?.quiet();
-      // Everything the shutdown settled is written; the next start on this directory finds it.
+      // Everything the shutdown settled is stored; the next start finds it.
+      await store?.settled()?.catch((err: unknown) => logger.error({ err }, 'the last writes could not be stored at shutdown'));
       store?.close();
       // After the shutdown settled everything, before the link closes: a standby takes over now.
       await lead?.lease.release();
@@ -235,6 +253,35 @@ async function openStore(dir: string, fsync: 'normal' | 'full', logger: ReturnTy
   } catch (err) {
     if (!(err instanceof StoreOpenError)) throw err;
     process.stderr.write(`subrun: ${err.message}\n`);
+    process.exit(2);
+  }
+}
+
+/**
+ * The control plane's state on JetStream (--store jetstream): loaded and claimed after the lease
+ * is taken. One that cannot be read is one line and exit 2; fenced later, one line and exit 3.
+ */
+async function openJetStream(link: NatsLink, logger: ReturnType<typeof createLogger>): Promise<SqliteStore> {
+  const [{ openJetStreamStore }, { StoreOpenError }, { describe }] = await Promise.all([
+    import('../remote/control/state/open.ts'),
+    import('../store/open.ts'),
+    import('../remote/nats.ts'),
+  ]);
+  try {
+    const opened = await openJetStreamStore({
+      js: link.js,
+      jsm: link.jsm,
+      logger,
+      onFenced: (why) => {
+        process.stderr.write(`subrun: ${why}; this control plane stops serving (exit 3)\n`);
+        process.exit(3);
+      },
+    });
+    logger.info(opened.loaded, 'state loaded from JetStream');
+    return opened.store;
+  } catch (err) {
+    const why = err instanceof StoreOpenError ? err.message : `cannot open the state on JetStream: ${describe(err)}`;
+    process.stderr.write(`subrun: ${why}\n`);
     process.exit(2);
   }
 }

@@ -77,6 +77,7 @@ function rig() {
     unbind: (c) => void children.delete(c.id),
     fence: (worker, child, e) => void fenced.push({ worker, child, epoch: e }),
     caughtUp: () => Promise.resolve(),
+    stored: () => undefined,
     adoptive: false,
   };
   return { clock, rt, find, nats, fenced, workers, children, runner: new RemoteRunner(port, { kind: 'scripted' }, 'remote') };

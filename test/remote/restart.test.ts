@@ -1,5 +1,5 @@
 // A control plane that stops (SIGKILL, or SIGTERM) and starts again on the same state directory and NATS
-// interrupts no remote child: the worker runs on through the gap (its events wait in JetStream, a
+// (or, with --store jetstream, on another state directory: another machine) interrupts no remote child: the worker runs on through the gap (its events wait in JetStream, a
 // spawn and a receipt are asked again), the new process adopts the child where it runs, the host
 // re-binds with its key, replays exactly the gap, steers again, and the child finishes
 // `completed` with every steer accounted. Real processes: nats-server -js, `serve --ws --nats
@@ -54,12 +54,26 @@ const waitFor = (h: Host, pred: (e: WireEvent) => boolean, what: string) => with
 const is = (type: string, id: string) => (e: WireEvent) => e.type === type && e.payload.subagent_id === id;
 const said = (id: string, text: string) => (e: WireEvent) => is('subagent.text', id)(e) && e.payload.text === text;
 
-it.each(['SIGKILL', 'SIGTERM'] as const)(
-  'adopts a remote child across a %s of its control plane: nothing interrupted, the gap replayed, every steer accounted',
-  async (signal) => {
+/** Where the second plane starts: the first one's directory (sqlite), or a directory of its own (jetstream). */
+async function nextDir(dir: string, store: 'sqlite' | 'jetstream'): Promise<string> {
+  if (store === 'sqlite') return dir;
+  const other = await freshStateDir();
+  dirs.push(other);
+  return other;
+}
+
+it.each([
+  ['SIGKILL', 'sqlite'],
+  ['SIGTERM', 'sqlite'],
+  ['SIGKILL', 'jetstream'],
+  ['SIGTERM', 'jetstream'],
+] as const)(
+  'adopts a remote child across a %s of its control plane (--store %s): nothing interrupted, the gap replayed, every steer accounted',
+  async (signal, store) => {
     const dir = await freshStateDir();
     dirs.push(dir);
-    const first = await plane(dir);
+    const storeFlags = ['--store', store];
+    const first = await plane(dir, storeFlags);
     await startWorker(nats.url);
     const a = await host(first);
     const s = await mustCall<{ session_id: string; session_key: string }>(a, 'session.create', {});
@@ -93,7 +107,7 @@ it.each(['SIGKILL', 'SIGTERM'] as const)(
     // An orderly stop leaves the remote child running too (and settles nothing of it).
     else expect(await sigterm(first)).toMatchObject({ code: 0 });
 
-    const second = await plane(dir);
+    const second = await plane(await nextDir(dir, store), storeFlags);
     const b = await host(second);
     await mustCall(b, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
     // Still running, not settled: the new process adopted it.
@@ -125,39 +139,63 @@ it.each(['SIGKILL', 'SIGTERM'] as const)(
   90_000,
 );
 
-it('a warm standby on the leader’s state directory takes over when the leader is SIGKILLed, and adopts its remote child', async () => {
-  const dir = await freshStateDir();
-  dirs.push(dir);
-  const leader = await plane(dir);
-  // Waits for the lease before it opens the directory: the leader holds both.
-  const standby = spawnSubrun(['serve', '--ws', '--port', '0', '--token', TOKEN, '--state-dir', dir, '--nats', nats.url, '--standby', '--checkpoint-ms', '20']);
-  await standby.stderr.take((l) => l.includes('standby: another control plane leads'), WAIT_MS, 'the standby waiting');
-  await startWorker(nats.url);
-  const a = await host(leader);
-  const s = await mustCall<{ session_id: string; session_key: string }>(a, 'session.create', {});
-  const steps = [
-    { op: 'say', text: 'up' },
-    { op: 'tool', name: 'settle', ms: 100 },
-    { op: 'say', text: 'waiting' },
-    { op: 'wait_steer' },
-    { op: 'finish', summary: 'steered' },
-  ];
-  const { subagent_ids } = await mustCall<{ subagent_ids: string[] }>(a, 'delegation.spawn', {
-    session_id: s.session_id,
-    tasks: [{ goal: 'kept', agent: { kind: 'scripted', steps } }],
-  });
-  const id = subagent_ids[0] as string;
-  await waitFor(a, said(id, 'waiting'), 'the child waiting');
-  await sigkill(leader);
-  const line = await standby.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the standby listening');
-  const b = await host({ proc: standby, url: line.slice('subrun listening on '.length).trim(), dir });
-  await mustCall(b, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
-  const r = await mustCall<{ status: string; steer_id: string }>(b, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'go on' });
-  expect(r.status).toBe('queued');
-  const done = await waitFor(b, is('subagent.complete', id), 'the entry');
-  expect(done.payload).toMatchObject({ status: 'completed', summary: 'steered' });
-  expect(done.payload.missed_steer).toBeUndefined();
-}, 90_000);
+it.each([
+  ['the leader’s state directory', 'sqlite'],
+  ['a directory of its own', 'jetstream'],
+] as const)(
+  'a warm standby on %s (--store %s) takes over when the leader is SIGKILLed, and adopts its remote child',
+  async (_where, store) => {
+    const dir = await freshStateDir();
+    dirs.push(dir);
+    const leader = await plane(dir, ['--store', store]);
+    // Waits for the lease before it opens its store: the leader holds both.
+    const standbyDir = await nextDir(dir, store);
+    const standby = spawnSubrun([
+      'serve',
+      '--ws',
+      '--port',
+      '0',
+      '--token',
+      TOKEN,
+      '--state-dir',
+      standbyDir,
+      '--store',
+      store,
+      '--nats',
+      nats.url,
+      '--standby',
+      '--checkpoint-ms',
+      '20',
+    ]);
+    await standby.stderr.take((l) => l.includes('standby: another control plane leads'), WAIT_MS, 'the standby waiting');
+    await startWorker(nats.url);
+    const a = await host(leader);
+    const s = await mustCall<{ session_id: string; session_key: string }>(a, 'session.create', {});
+    const steps = [
+      { op: 'say', text: 'up' },
+      { op: 'tool', name: 'settle', ms: 100 },
+      { op: 'say', text: 'waiting' },
+      { op: 'wait_steer' },
+      { op: 'finish', summary: 'steered' },
+    ];
+    const { subagent_ids } = await mustCall<{ subagent_ids: string[] }>(a, 'delegation.spawn', {
+      session_id: s.session_id,
+      tasks: [{ goal: 'kept', agent: { kind: 'scripted', steps } }],
+    });
+    const id = subagent_ids[0] as string;
+    await waitFor(a, said(id, 'waiting'), 'the child waiting');
+    await sigkill(leader);
+    const line = await standby.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the standby listening');
+    const b = await host({ proc: standby, url: line.slice('subrun listening on '.length).trim(), dir: standbyDir });
+    await mustCall(b, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
+    const r = await mustCall<{ status: string; steer_id: string }>(b, 'subagent.steer', { session_id: s.session_id, subagent_id: id, text: 'go on' });
+    expect(r.status).toBe('queued');
+    const done = await waitFor(b, is('subagent.complete', id), 'the entry');
+    expect(done.payload).toMatchObject({ status: 'completed', summary: 'steered' });
+    expect(done.payload.missed_steer).toBeUndefined();
+  },
+  90_000,
+);
 
 it('an adopted child rides out a NATS restart after the control plane’s: its events and its steer arrive', async () => {
   const dir = await freshStateDir();

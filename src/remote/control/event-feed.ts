@@ -21,8 +21,10 @@ export interface EventFeedOptions {
   readonly logger: Logger;
   /** One worker event, in the stream's order. */
   readonly onEvent: (subject: string, data: Uint8Array) => void;
-  /** Makes durable what the events so far caused (the store's commit); called before their ack. */
+  /** Commits what the events so far caused (the store's group commit); called before their ack. */
   readonly flush?: () => void;
+  /** Resolves once what was committed is durable (a JetStream store's log); undefined: it is. */
+  readonly settled?: () => Promise<void> | undefined;
   /**
    * Where the last event handled is kept, in the same commit as what it caused: a restart reads on
    * after it, so an event is applied once even when the process died before its ack went out.
@@ -120,7 +122,15 @@ export class EventFeed {
     // Cumulative: the last one read acks every one before it.
     const last = this.#unacked[this.#unacked.length - 1];
     this.#unacked = [];
-    last?.ack();
+    const stored = this.#o.settled?.();
+    if (stored === undefined) last?.ack();
+    // Not acked until stored: a restart meanwhile reads these again (the cursor, stored with
+    // what they caused, skips the ones already applied).
+    else
+      stored.then(
+        () => last?.ack(),
+        () => undefined,
+      );
   }
 
   /**

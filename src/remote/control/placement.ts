@@ -43,6 +43,7 @@ export class Placement implements PlacementPort {
   #epoch = 0;
   #feed: EventFeed | undefined;
   #adoptive = false;
+  #settled: () => Promise<void> | undefined = () => undefined;
   #subs: Subscription[] = [];
   /** The agent spec of tasks that name none (an adopted default child runs it again). */
   #defaultSpec: Record<string, unknown> = { kind: 'scripted' };
@@ -71,8 +72,9 @@ export class Placement implements PlacementPort {
    * child): a child costs the connection and the server no interest of its own. The store's
    * `flush` commits before an event is acked, and its `cursor` keeps the last event applied.
    */
-  async start(store?: Pick<EventFeedOptions, 'flush' | 'cursor'>): Promise<void> {
+  async start(store?: Pick<EventFeedOptions, 'flush' | 'cursor' | 'settled'>): Promise<void> {
     const { nc } = this.link;
+    if (store?.settled) this.#settled = store.settled;
     const onEvent = (subject: string, data: Uint8Array) => this.#event(subject, data);
     // The durable feed only where a next process can adopt what runs on (a store keeps it): a
     // control plane without one gains nothing from events that outlive it, and reads them live.
@@ -96,6 +98,11 @@ export class Placement implements PlacementPort {
     this.#feed?.close();
     this.#feed = undefined;
     for (const s of this.#subs.splice(0)) s.unsubscribe();
+  }
+
+  /** Resolves once what the store committed is durable (undefined: it is), before a worker hears of it. */
+  stored(): Promise<void> | undefined {
+    return this.#settled();
   }
 
   get adoptive(): boolean {

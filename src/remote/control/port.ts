@@ -62,4 +62,6 @@ export interface PlacementPort {
   readonly adoptive: boolean;
   /** Resolves once the workers' events the stream holds by now are handled. */
   caughtUp(): Promise<void>;
+  /** Resolves once what the store committed is durable; undefined when it already is. */
+  stored(): Promise<void> | undefined;
 }

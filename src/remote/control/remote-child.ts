@@ -284,11 +284,24 @@ export class RemoteChild implements RemoteChildHandle {
     const log = this.#p.logger;
     if (kind === 'spawn') {
       const req = parse(spawnRequestSchema, m.data, log, m.subject);
-      void this.#whenRunning().then((ctx) => m.respond(encode(this.#onSpawn(ctx, req))));
+      void this.#whenRunning()
+        .then((ctx) => this.#stored(this.#onSpawn(ctx, req)))
+        .then((reply) => m.respond(encode(reply)));
     } else if (kind === 'taken') {
       const req = parse(takenRequestSchema, m.data, log, m.subject);
-      void this.#onTaken(req).then((reply) => m.respond(encode(reply)));
+      void this.#onTaken(req)
+        .then((reply) => this.#stored(reply))
+        .then((reply) => m.respond(encode(reply)));
     }
+  }
+
+  /**
+   * `reply` once what it says is durable (the spawned children, the receipt): a store that cannot
+   * store it answers nothing, and the worker asks again.
+   */
+  async #stored<T>(reply: T): Promise<T> {
+    await this.#p.stored();
+    return reply;
   }
 
   /** A worker asks for the taken receipt of the steers that wait; recorded before it is answered. */

@@ -7,7 +7,7 @@ import type { CallContext, Services } from '../context.ts';
 import type { z } from 'zod';
 import { codedOf, RpcCode, RpcError } from '../errors.ts';
 import { isThenable, type Keyed } from '../idempotency.ts';
-import type { JsonText } from '../json-text.ts';
+import { JsonText } from '../json-text.ts';
 
 /** A method's result as a handler may build it (read-only views of the runtime's objects welcome). */
 export type ResultOf<M extends MethodName> = Immutable<WireResultOf<M>>;
@@ -22,7 +22,7 @@ export type SteerAnswer = Extract<WireSteer, { status: 'queued' }> | (Extract<Wi
 /** What a handler answers: the wire's result, richer where a surface needs more (a steer's reason). */
 export type HandledOf<M extends MethodName> = M extends 'subagent.steer' ? SteerAnswer : ResultOf<M>;
 
-type Answer<T> = T | JsonText<T> | Promise<T>;
+type Answer<T> = T | JsonText<T> | Promise<T | JsonText<T>>;
 /** What a handler may answer: its result, the same already serialised, or a promise of it. */
 export type AnswerOf<M extends MethodName> = Answer<HandledOf<M>>;
 /** An answer once it is there: the value, or its text. */
@@ -133,8 +133,11 @@ function commitQuietly(services: Services): void {
   }
 }
 
-/** Commits what the call queued before its answer goes out; a write whose commit fails answers -32002. */
-function committed<T>(keyed: Keyed<T>, services: Services, writes: boolean): Keyed<T> {
+/**
+ * Commits what the call queued before its answer goes out; a write whose commit fails answers
+ * -32002. With a store durable beyond its local commit (JetStream), the answer goes once stored there.
+ */
+function committed<M extends MethodName>(keyed: Keyed<AnswerOf<M>>, services: Services, writes: boolean): Keyed<AnswerOf<M>> {
   if (!writes) commitQuietly(services);
   else {
     try {
@@ -143,14 +146,39 @@ function committed<T>(keyed: Keyed<T>, services: Services, writes: boolean): Key
       throw storeUnavailable(true);
     }
   }
-  // A promise answer (a steer to a remote worker) is committed as it settles: registered first,
-  // this commit runs before any caller's continuation writes the answer out.
-  if (isThenable(keyed.value))
-    Promise.resolve(keyed.value).then(
-      () => commitQuietly(services),
-      () => commitQuietly(services),
+  const { value } = keyed;
+  // A promise answer (a steer to a remote worker) is committed as it settles, before any
+  // caller's continuation writes the answer out.
+  if (isThenable(value)) {
+    const answered = Promise.resolve(value).then(
+      async (v) => {
+        commitQuietly(services);
+        await durable(services, writes);
+        return v;
+      },
+      async (err: unknown) => {
+        commitQuietly(services);
+        await durable(services, false);
+        throw err;
+      },
     );
-  return keyed;
+    return { ...keyed, value: answered };
+  }
+  const stored = services.store.settled();
+  if (stored === undefined) return keyed;
+  return { ...keyed, value: stored.then(() => value, unstored(writes, value)) };
+}
+
+/** Waits until the store holds what is committed: a write whose storing fails answers -32002. */
+async function durable(services: Services, writes: boolean): Promise<void> {
+  await services.store.settled()?.catch(unstored(writes, undefined));
+}
+
+function unstored<T>(writes: boolean, value: T): () => T {
+  return () => {
+    if (writes) throw storeUnavailable(true);
+    return value;
+  };
 }
 
 /** True when every issue is a coded check of contract/methods.ts (none is a shape error). */
@@ -173,6 +201,11 @@ function sameShape<M extends MethodName>(answer: AnswerOf<M>): WireAnswerOf<M> {
   return answer as WireAnswerOf<M>;
 }
 
+/** A read's answer as text: only methods without a `wire` map answer text (a steer never does). */
+function sameShapeText<M extends MethodName>(text: JsonText<HandledOf<M>>): JsonText<ResultOf<M>> {
+  return new JsonText(text.text);
+}
+
 /** JSON-RPC's view of an answer: mapped to the wire's shape, a replay marked once it settles. */
 export function toWire<M extends MethodName>(keyed: Keyed<AnswerOf<M>>, wire: ((a: HandledOf<M>) => ResultOf<M>) | undefined): WireAnswerOf<M> {
   const shape = (v: HandledOf<M>): ResultOf<M> => {
@@ -180,7 +213,8 @@ export function toWire<M extends MethodName>(keyed: Keyed<AnswerOf<M>>, wire: ((
     return keyed.replayed ? markReplay(w) : w;
   };
   const { value } = keyed;
-  if (isThenable(value)) return Promise.resolve(value).then(shape);
+  // Text already serialised (a read's answer, waiting for the store) goes as it is.
+  if (isThenable(value)) return Promise.resolve(value).then((v) => (v instanceof JsonText ? sameShapeText(v) : shape(v)));
   if (!wire && !keyed.replayed) return sameShape(value);
   return shape(value as HandledOf<M>);
 }
