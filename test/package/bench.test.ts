@@ -116,7 +116,7 @@ describe('bench suite plumbing (tiny sizes, figures not looked at)', () => {
       ).toBe(true);
     }
     for (const r of results.rows) {
-      expect(typeof r.figure).toBe('number');
+      expect(typeof r.figure, `${r.case}: ${JSON.stringify(r)}`).toBe('number');
       expect(r.unit.length).toBeGreaterThan(0);
       expect([true, false, null]).toContain(r.pass);
       if (r.baseline !== null) expect(r.baseline_unit).toBeTruthy();

@@ -129,7 +129,8 @@ const ALLOWED: Readonly<Record<Room, readonly Room[]>> = {
   acp: ['rpc', ...BELOW_SURFACES],
   mcp: ['rpc', ...BELOW_SURFACES],
   remote: ['delegation', 'registry', 'child', 'foundation', 'contract'],
-  'remote/control': ['remote', 'delegation', 'registry', 'child', 'foundation', 'contract'],
+  // The control plane's JetStream store (remote/control/state/) is the store's working copy.
+  'remote/control': ['remote', 'store', 'delegation', 'registry', 'child', 'foundation', 'contract'],
   'remote/worker': ['remote', 'delegation', 'registry', 'child', 'foundation', 'contract'],
   testing: ['rpc', 'delegation', 'foundation', 'contract'],
   face: ['agent', 'store', 'server', 'rpc', 'http', 'acp', 'mcp', 'remote', 'remote/control', 'remote/worker', 'testing', ...BELOW_SURFACES],

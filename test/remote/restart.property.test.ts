@@ -1,5 +1,6 @@
 // SIGKILL of the control plane at seeded random moments while remote children run and hosts
-// steer them; restarted on the same state directory and NATS. The oracle, over what the host was
+// steer them; restarted on the same state directory and NATS (--store sqlite), or on a directory of
+// its own (--store jetstream: the state is read back from NATS, as on another machine). The oracle, over what the host was
 // told: no child it saw start was interrupted (each ends `completed`, adopted by the new process);
 // every steer answered `queued` ends exactly once (delivered, or in missed_steer_detail), FIFO per
 // child; the replay from the start holds each child's events once, in order. Real processes:
@@ -24,6 +25,7 @@ import {
 
 let nats: Nats;
 let dir: string;
+const others: string[] = [];
 beforeAll(async () => {
   nats = await startNats();
   dir = await freshStateDir();
@@ -32,12 +34,23 @@ beforeAll(async () => {
 afterAll(async () => {
   await killAll();
   await removeStateDir(dir);
+  for (const d of others) await removeStateDir(d);
   await nats?.dispose();
 });
 
-/** The control plane on the shared directory and NATS; its progress written at most every 20 ms. */
-function plane(): Promise<Server> {
-  return startServer(dir, ['--nats', nats.url, '--checkpoint-ms', '20']);
+type StoreKind = 'sqlite' | 'jetstream';
+
+/** The control plane on `at` (the shared directory) and NATS; its progress written at most every 20 ms. */
+function plane(store: StoreKind, at = dir): Promise<Server> {
+  return startServer(at, ['--nats', nats.url, '--checkpoint-ms', '20', '--store', store]);
+}
+
+/** Where the restarted plane runs: the same directory, or (jetstream) one that never saw the first. */
+async function restartDir(store: StoreKind): Promise<string> {
+  if (store === 'sqlite') return dir;
+  const other = await freshStateDir();
+  others.push(other);
+  return other;
 }
 
 /** Three delivery points that end by themselves (timed waits), then an end: every child finishes. */
@@ -52,6 +65,7 @@ const STEPS = [
 ];
 
 const plan = fc.record({
+  store: fc.constantFrom<StoreKind>('sqlite', 'jetstream'),
   children: fc.integer({ min: 1, max: 3 }),
   /** Steers, each to a child (by index), and whether the next waits for its reply. */
   steers: fc.array(fc.record({ to: fc.nat(), awaitReply: fc.boolean() }), { minLength: 0, maxLength: 6 }),
@@ -73,7 +87,7 @@ it('loses no remote child and accounts every steer exactly once across control-p
   let queuedSteers = 0;
   await fc.assert(
     fc.asyncProperty(plan, async (p) => {
-      let server = await plane();
+      let server = await plane(p.store);
       let host: Host = await connectHost(server, 0);
       const s = await mustCall<{ session_id: string; session_key: string }>(host, 'session.create', {});
       const tasks = Array.from({ length: p.children }, (_, i) => ({ goal: `child ${i}`, agent: { kind: 'scripted', steps: STEPS } }));
@@ -106,7 +120,7 @@ it('loses no remote child and accounts every steer exactly once across control-p
       await Promise.all(inFlight);
       await host.close();
 
-      server = await plane();
+      server = await plane(p.store, await restartDir(p.store));
       host = await connectHost(server, 1);
       await mustCall(host, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
       const replay = async () => (await mustCall<{ events: WireEvent[] }>(host, 'session.events.since', { session_id: s.session_id, last_seen: 0 })).events;
@@ -148,7 +162,7 @@ it('loses no remote child and accounts every steer exactly once across control-p
       await host.close();
       await sigkill(server);
     }),
-    { numRuns: 8, endOnFailure: true },
+    { numRuns: 12, endOnFailure: true },
   );
   expect(adopted).toBeGreaterThan(0);
   expect(queuedSteers).toBeGreaterThan(0);
