@@ -8,6 +8,10 @@ export const CLIENT_FLAGS = [
   { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string', arg: 'T', help: "the server's token" },
   { flag: 'session', env: 'SUBRUN_SESSION', kind: 'string', arg: 'ID', help: 'attach to this session first (with --key)' },
   { flag: 'key', env: 'SUBRUN_SESSION_KEY', kind: 'string', arg: 'KEY', help: 'the session_key from session.create' },
+] as const satisfies readonly FlagSpec[];
+
+export const CALL_FLAGS = [
+  ...CLIENT_FLAGS,
   { flag: 'timeout-ms', kind: 'int', min: 1, help: 'how long call waits for its reply (default 30000)' },
 ] as const satisfies readonly FlagSpec[];
 
@@ -56,7 +60,15 @@ class RpcClient {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(url, { headers: token ? { Authorization: `Bearer ${token}` } : {}, perMessageDeflate: false });
       ws.once('open', () => resolve(new RpcClient(ws)));
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`server refused the connection: HTTP ${res.statusCode}`)));
+      ws.once('unexpected-response', (_req, res) => {
+        const fix =
+          res.statusCode === 401
+            ? token === undefined
+              ? ': no token given; pass --token T or set SUBRUN_TOKEN (serve --ws prints its token at start)'
+              : ': the token is wrong; pass the one serve --ws was given or printed (--token T or SUBRUN_TOKEN)'
+            : '';
+        reject(new Error(`server refused the connection: HTTP ${res.statusCode}${fix}`));
+      });
       ws.once('error', (err) => reject(new Error(`cannot connect to ${url}: ${err.message}`)));
     });
   }
@@ -85,11 +97,19 @@ class RpcClient {
 /** `error CODE: MESSAGE [DATA]`, from a reply's error as the server sent it. */
 function formatError(error: unknown): string {
   const e: Json = isJson(error) ? error : {};
-  return `error ${String(e.code)}: ${String(e.message)}${e.data === undefined ? '' : ` ${JSON.stringify(e.data)}`}`;
+  const text = `error ${String(e.code)}: ${String(e.message)}${e.data === undefined ? '' : ` ${JSON.stringify(e.data)}`}`;
+  const fix = HINTS[String(e.code)];
+  return fix === undefined ? text : `${text}\n  ${fix}`;
 }
 
-async function connect(argv: readonly string[], onevent?: (params: unknown) => void) {
-  const { values: v } = parseFlags(argv, CLIENT_FLAGS);
+/** What a person does about the errors a shell user meets first. */
+const HINTS: Record<string, string> = {
+  '4001':
+    'this call needs a session this connection may use: run `subrun call session.create`, then pass --session ID --key KEY (or SUBRUN_SESSION and SUBRUN_SESSION_KEY)',
+};
+
+async function connect(argv: readonly string[], flags: typeof CLIENT_FLAGS | typeof CALL_FLAGS, onevent?: (params: unknown) => void) {
+  const { values: v } = parseFlags(argv, flags);
   const url = v.url ?? 'ws://127.0.0.1:8787/';
   // Checked before connecting: a usage error must not leave an open socket holding the process.
   if (v.session !== undefined && v.key === undefined) throw new UsageError('--session needs --key (the session_key from session.create)');
@@ -111,10 +131,10 @@ async function connect(argv: readonly string[], onevent?: (params: unknown) => v
 /** `subrun call METHOD [PARAMS_JSON]`: exit 0 with the result on stdout, 1 with the error on stderr. */
 export async function call(argv: readonly string[]): Promise<number> {
   if (wantsHelp(argv)) {
-    process.stdout.write(helpText(CALL_USAGE, CLIENT_FLAGS));
+    process.stdout.write(helpText(CALL_USAGE, CALL_FLAGS));
     return 0;
   }
-  const { values, positionals } = parseFlags(argv, CLIENT_FLAGS);
+  const { values, positionals } = parseFlags(argv, CALL_FLAGS);
   const [method, paramsText, extra] = positionals;
   if (!method) throw new UsageError('call needs a METHOD, e.g. subrun call subagent.list \'{"session_id":"..."}\'');
   if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
@@ -129,7 +149,7 @@ export async function call(argv: readonly string[]): Promise<number> {
     if (!isJson(parsed)) throw new UsageError('PARAMS_JSON must be a JSON object, e.g. \'{"session_id":"..."}\'');
     params = parsed;
   }
-  const { client, session } = await connect(argv);
+  const { client, session } = await connect(argv, CALL_FLAGS);
   try {
     if (session !== undefined && params.session_id === undefined) {
       params = { ...params, session_id: session };
@@ -158,13 +178,18 @@ export async function watch(argv: readonly string[]): Promise<number> {
   }
   const { values } = parseFlags(argv, CLIENT_FLAGS);
   if (values.session === undefined) throw new UsageError('watch needs --session and --key');
-  const { client } = await connect(argv, (params) => {
+  const { client } = await connect(argv, CLIENT_FLAGS, (params) => {
     // The greeting is the connection's, not the session's.
     if (!isJson(params) || params.type !== 'gateway.ready') process.stdout.write(`${JSON.stringify(params)}\n`);
   });
   process.stderr.write(`watching ${values.session}; Ctrl-C to stop\n`);
-  const stop = new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
-  await Promise.race([stop, client.closed]);
+  const stop = new Promise<'stopped'>((resolve) => process.once('SIGINT', () => resolve('stopped')));
+  const why = await Promise.race([stop, client.closed.then(() => 'closed' as const)]);
   client.close();
+  // The server went away (stopped, restarted, or cut this watcher): said, never a silent end.
+  if (why === 'closed') {
+    process.stderr.write('subrun: the server closed the connection; run watch again to resume (session.events.since replays what was missed)\n');
+    return 1;
+  }
   return 0;
 }

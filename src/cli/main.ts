@@ -2,8 +2,10 @@
 // an exit code (2 for bad usage, 1 for a failed call). Nothing else lives here.
 // Each command is imported only when it runs: `--version` or `call` should not pay for the
 // server's modules at start-up.
-import { UsageError } from './flags.ts';
+import { closest, UsageError } from './flags.ts';
 import { VERSION } from '../version.ts';
+
+const COMMANDS = ['demo', 'serve', 'worker', 'store', 'call', 'watch', 'help', 'version'];
 
 const USAGE = `usage: subrun <command> [options]
 
@@ -16,10 +18,11 @@ commands:
   store stats                  the size and counts of a state directory's database (docs/durability.md)
   call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
   watch --session ID --key K   print a session's events as they come
-  --version                    print the version
-  --help                       this text
+  --version, version           print the version
+  --help, help [COMMAND]       this text, or a command's
 
-\`subrun <command> --help\` lists a command's options and their environment twins.
+\`subrun <command> --help\` (or \`subrun help <command>\`) lists a command's options and their
+environment twins.
 `;
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -28,12 +31,18 @@ export async function main(argv: readonly string[]): Promise<number> {
     switch (command) {
       case '--version':
       case '-v':
+      case 'version':
         process.stdout.write(`${VERSION}\n`);
+        return 0;
+      case 'help':
+        // `subrun help serve` is `subrun serve --help`.
+        if (rest[0] !== undefined && COMMANDS.includes(rest[0]) && rest[0] !== 'help' && rest[0] !== 'version') return await main([rest[0], '--help']);
+        if (rest[0] !== undefined) throw new UsageError(`no command ${JSON.stringify(rest[0])}${hint(rest[0])}; try subrun --help`);
+        process.stdout.write(USAGE);
         return 0;
       case undefined:
       case '--help':
       case '-h':
-      case 'help':
         process.stdout.write(USAGE);
         return command === undefined ? 2 : 0;
       case 'demo':
@@ -52,12 +61,17 @@ export async function main(argv: readonly string[]): Promise<number> {
         quietOnBrokenPipe();
         return await (await import('./client.ts')).watch(rest);
       default:
-        throw new UsageError(`unknown command ${JSON.stringify(command)}; try subrun --help`);
+        throw new UsageError(`unknown command ${JSON.stringify(command)}${hint(command)}; try subrun --help`);
     }
   } catch (err) {
     process.stderr.write(`subrun: ${err instanceof Error ? err.message : String(err)}\n`);
     return err instanceof UsageError ? 2 : 1;
   }
+}
+
+function hint(command: string): string {
+  const near = closest(command.replace(/^-+/, ''), COMMANDS);
+  return near === undefined ? '' : ` (did you mean ${near}?)`;
 }
 
 /**

@@ -28,6 +28,7 @@ import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/trans
 import { createHttpApi } from '../http/api.ts';
 import type { SqliteStore } from '../store/sqlite.ts';
 import { defaultStateDir } from './state-dir.ts';
+import { errorCode } from '../guards.ts';
 
 const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp [options]
 
@@ -210,7 +211,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     const maxOut = v['max-outbound-bytes'];
     // One listener: the WebSocket, the HTTP API, its event streams and the dashboard.
     const http = createHttpApi(server, { token, logger, ui_dir: v['ui-dir'], max_outbound_bytes: maxOut });
-    listener = await listenWs(
+    listener = await listenOrSay(
       {
         host: v.host ?? '127.0.0.1',
         port: v.port ?? 8787,
@@ -341,6 +342,20 @@ async function attachPlacement(
 ): Promise<Placement> {
   const { Placement } = await import('../remote/control/placement.ts');
   return Placement.attach(link, { worker_loss_ms: v['worker-loss-ms'], nats_outage_ms: v['nats-outage-ms'], logger });
+}
+
+/** listenWs, with the two failures a person meets named with their way out (one line, exit 2). */
+async function listenOrSay(...args: Parameters<typeof listenWs>): Promise<WsListener> {
+  try {
+    return await listenWs(...args);
+  } catch (err) {
+    const where = `${args[0].host}:${args[0].port}`;
+    const code = errorCode(err);
+    if (code === 'EADDRINUSE') throw new UsageError(`${where} is in use: stop what holds it, or pick another port with --port N (--port 0: any free port)`);
+    if (code === 'EACCES') throw new UsageError(`no permission to listen on ${where}: pick a port above 1023 with --port N (--port 0: any free port)`);
+    if (code === 'EADDRNOTAVAIL') throw new UsageError(`${args[0].host} is no address of this machine: pick another with --host (default 127.0.0.1)`);
+    throw err;
+  }
 }
 
 /** Waits up to `grace_ms` for stdout to take everything; false if it did not (the host is cut). */

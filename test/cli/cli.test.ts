@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CLIENT_FLAGS } from '../../src/cli/client.ts';
+import { CALL_FLAGS, CLIENT_FLAGS } from '../../src/cli/client.ts';
 import { DEMO_FLAGS } from '../../src/cli/demo.ts';
 import type { FlagSpec } from '../../src/cli/flags.ts';
 import { SERVE_FLAGS } from '../../src/cli/serve.ts';
@@ -107,7 +107,7 @@ describe('--help', () => {
   const commands: Array<[string, readonly FlagSpec[]]> = [
     ['serve', SERVE_FLAGS],
     ['demo', DEMO_FLAGS],
-    ['call', CLIENT_FLAGS],
+    ['call', CALL_FLAGS],
     ['watch', CLIENT_FLAGS],
   ];
 
