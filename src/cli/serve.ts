@@ -55,13 +55,23 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   if (defaultRunner === 'openai' && !openai) throw new UsageError('--default-runner openai needs --base-url and --model');
 
-  if (v['no-state'] === true && v['state-dir'] !== undefined) throw new UsageError('--no-state and --state-dir exclude each other');
-  const state_dir = v['no-state'] === true ? undefined : resolvePath(v['state-dir'] ?? defaultStateDir());
+  // A flag beats the environment: `--no-state` with SUBRUN_STATE_DIR set keeps no state, and
+  // `--state-dir DIR` with SUBRUN_NO_STATE set keeps it in DIR; only the two flags together clash.
+  const flagged = (name: string) => sources[name] === `--${name}`;
+  let noState = v['no-state'] === true;
+  let stateDir = v['state-dir'];
+  if (noState && stateDir !== undefined) {
+    if (flagged('no-state') && flagged('state-dir')) throw new UsageError('--no-state and --state-dir exclude each other');
+    if (flagged('no-state')) stateDir = undefined;
+    else if (flagged('state-dir')) noState = false;
+    else throw new UsageError('SUBRUN_NO_STATE and SUBRUN_STATE_DIR exclude each other');
+  }
+  const state_dir = noState ? undefined : resolvePath(stateDir ?? defaultStateDir());
   const fsync = v.fsync ?? 'normal';
   if (fsync !== 'normal' && fsync !== 'full') throw new UsageError(`--fsync must be normal or full, got ${JSON.stringify(fsync)}`);
   // A listener outlives any one host, so it keeps its state by default; a pipe dies with its host's
   // pipe, so it keeps state only when asked (docs/durability.md, "Where state lives").
-  const durable_dir = v['no-state'] === true ? undefined : v.ws === true || v['state-dir'] !== undefined ? state_dir : undefined;
+  const durable_dir = noState ? undefined : v.ws === true || stateDir !== undefined ? state_dir : undefined;
 
   const nats = v.nats;
   if (nats === undefined && (v['worker-loss-ms'] !== undefined || v['nats-outage-ms'] !== undefined)) {
@@ -71,7 +81,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const storeKind = v.store ?? 'sqlite';
   if (storeKind !== 'sqlite' && storeKind !== 'jetstream') throw new UsageError(`--store must be sqlite or jetstream, got ${JSON.stringify(storeKind)}`);
   if (storeKind === 'jetstream' && nats === undefined) throw new UsageError('--store jetstream needs --nats');
-  if (storeKind === 'jetstream' && v['no-state'] === true) throw new UsageError('--store jetstream and --no-state exclude each other');
+  if (storeKind === 'jetstream' && noState) throw new UsageError('--store jetstream and --no-state exclude each other');
   if (storeKind === 'jetstream' && v.fsync !== undefined)
     throw new UsageError('--fsync applies to --store sqlite only (JetStream stores what the server is configured to)');
 

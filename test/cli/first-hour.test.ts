@@ -69,12 +69,21 @@ describe('the first hour', () => {
     expect(sessionless.stderr).toMatch(/^error 4001: .*\n {2}this call needs a session .*subrun call session.create.*--session ID --key KEY/);
   });
 
-  it('refuses --store jetstream without --nats, and with --no-state, in one line', async () => {
+  it('refuses --store jetstream without --nats, and a store it does not know, in one line', async () => {
     const alone = await runSubrun(['serve', '--ws', '--store', 'jetstream']);
     expect(alone.code).toBe(2);
     expect(oneLine(alone.stderr)).toBe('subrun: --store jetstream needs --nats');
     const odd = await runSubrun(['serve', '--ws', '--store', 'redis']);
     expect(oneLine(odd.stderr)).toBe('subrun: --store must be sqlite or jetstream, got "redis"');
+  });
+
+  it('lets a flag beat the environment: --no-state with SUBRUN_STATE_DIR set keeps no state', async () => {
+    const flagWins = await runSubrun(['serve', '--stdio', '--no-state'], { SUBRUN_STATE_DIR: '/nonexistent/subrun-state' });
+    expect(flagWins.code, flagWins.stderr).toBe(0);
+    expect(flagWins.stderr).not.toMatch(/exclude/);
+    const both = await runSubrun(['serve', '--stdio', '--no-state', '--state-dir', '/nonexistent/subrun-state']);
+    expect(both.code).toBe(2);
+    expect(oneLine(both.stderr)).toBe('subrun: --no-state and --state-dir exclude each other');
   });
 
   it('`subrun watch` says so when its server goes away, and exits 1', async () => {
