@@ -64,9 +64,17 @@ const requiredId = (name: string) =>
 /** Array.isArray, its items left unknown (not any). */
 const isList = (v: unknown): v is unknown[] => Array.isArray(v);
 
-/** A non-empty list, or 4000 `{name} required`; its items are the runtime's to check. */
+/**
+ * A non-empty list; missing (or null, or empty) is 4000 `{name} required`, a value of another type
+ * a shape error (-32602 naming the field, protocol.md). Its items are the runtime's to check.
+ */
 const requiredList = (name: string) =>
-  z.unknown().transform((v, ctx): unknown[] => (isList(v) && v.length > 0 ? v : coded(ctx, ParamCode.IdRequired, 1, `${name} required`)));
+  z.unknown().transform((v, ctx): unknown[] => {
+    if (isList(v) && v.length > 0) return v;
+    if (v === undefined || v === null || isList(v)) return coded(ctx, ParamCode.IdRequired, 1, `${name} required`);
+    ctx.addIssue({ code: 'custom', message: `${name} must be a list, got ${typeof v}` });
+    return z.NEVER;
+  });
 
 /** A non-empty list of JSON objects, or 4000 `{name} required`. */
 const requiredObjects = (name: string) =>

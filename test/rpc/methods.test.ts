@@ -297,6 +297,10 @@ describe('delegation.*', () => {
     expect(await fails(client, 'delegation.spawn', { tasks: [{ goal: 'x' }] })).toEqual({ code: 4001, message: NOT_OWNED_MESSAGE });
 
     const invalid: Array<[unknown, Record<string, unknown>, string]> = [
+      // A value of the wrong type is a shape error naming the field; only a missing one is 4000.
+      ['not a list', {}, 'tasks'],
+      [{ goal: 'an object, not a list' }, {}, 'tasks'],
+      [7, {}, 'tasks'],
       [[{ goal: '' }], {}, 'tasks.0.goal'],
       [[{ goal: '   ' }], {}, 'tasks.0.goal'],
       [[{ context: 'no goal' }], {}, 'tasks.0.goal'],
