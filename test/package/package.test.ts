@@ -121,15 +121,17 @@ describe('the npm package, installed into a fresh project', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('ships what runs and nothing else: compiled JavaScript, declarations, the bin, the dashboard, LICENSE, README', () => {
+  it('ships what runs and nothing else: compiled JavaScript, declarations, the bin, the dashboard, the docs, LICENSE, README', () => {
     expect(files).toContain('LICENSE');
+    // README and every --help point to docs/*.md: they are in the package.
+    for (const f of ['docs/protocol.md', 'docs/http.md', 'docs/durability.md', 'docs/scale-out.md']) expect(files).toContain(f);
     expect(files).toContain('dist/index.js');
     expect(files).toContain('dist/index.d.ts');
     expect(files).toContain('bin/subrun.js');
     // The dashboard is served from its sources as they are (no build step).
     for (const f of ['index.html', 'app.js', 'api.js', 'state.js', 'style.css', 'favicon.svg']) expect(files).toContain(`src/http/ui/${f}`);
     const stray = files.filter(
-      (f) => !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|LICENSE|README\.md|package\.json)$/.test(f),
+      (f) => !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|docs\/[\w-]+\.md|LICENSE|README\.md|package\.json)$/.test(f),
     );
     expect(stray).toEqual([]);
   });
