@@ -12,6 +12,10 @@ import type { FlagSpec } from '../../src/cli/flags.ts';
 import { SERVE_FLAGS } from '../../src/cli/serve.ts';
 import { call, killAll, runSubrun, spawnSubrun, startStdio, startWsServer, type Proc, type WsServer } from '../helpers/process.ts';
 
+/** What the shell client adds under a 4001: how to get a session (test/cli/first-hour.test.ts). */
+const SESSION_HINT =
+  '  this call needs a session this connection may use: run `subrun call session.create`, then pass --session ID --key KEY (or SUBRUN_SESSION and SUBRUN_SESSION_KEY)';
+
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 interface BadStart {
@@ -223,7 +227,7 @@ describe('the shell client against a live serve --ws', () => {
     const r = await cli(['subagent.list', JSON.stringify({ session_id })], { attach: false });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe('error 4001: session not found or not owned by this transport');
+    expect(r.stderr).toBe(`error 4001: session not found or not owned by this transport\n${SESSION_HINT}`);
   });
 
   it('call subagent.steer queues a steer that the child takes', async () => {
@@ -272,12 +276,12 @@ describe('the shell client against a live serve --ws', () => {
       runSubrun(['call', 'server.info', '--url', 'ws://127.0.0.1:1/', '--token', TOKEN]),
       runSubrun(['call', 'server.info'], { SUBRUN_URL: url, SUBRUN_TOKEN: TOKEN }),
     ]);
-    expect(unknownSession).toMatchObject({ code: 1, stdout: '', stderr: 'error 4001: session not found or not owned by this transport' });
+    expect(unknownSession).toMatchObject({ code: 1, stdout: '', stderr: `error 4001: session not found or not owned by this transport\n${SESSION_HINT}` });
     expect(unknownMethod).toMatchObject({ code: 1, stdout: '', stderr: 'error -32601: Method not found: nope.nope' });
     expect(badParams.code).toBe(1);
     expect(badParams.stderr).toMatch(/^error -32602: invalid params: tasks\.0\.goal: .* \{"issues":\[/);
     expect(badKey.code).toBe(1);
-    expect(badKey.stderr).toBe('subrun: attach failed: error 4001: session not found or not owned by this transport');
+    expect(badKey.stderr).toBe(`subrun: attach failed: error 4001: session not found or not owned by this transport\n${SESSION_HINT}`);
     expect(badJson.code).toBe(2);
     expect(badJson.stderr).toMatch(/^subrun: PARAMS_JSON is not valid JSON/);
     expect(badToken.code).toBe(1);
