@@ -6,6 +6,7 @@
 // stays over the bound and drains nothing for a whole check interval.
 import { afterAll, describe, expect, it } from 'vitest';
 import { call, connectWs, killAll, nextEvent, scriptedTask, WAIT_MS, type WireEvent } from '../helpers/process.ts';
+import { wireEntry } from '../helpers/wire-entry.ts';
 import { framesUntil, nextFrame, openSse, startHttp, type Frame } from './client.ts';
 
 afterAll(killAll);
@@ -47,7 +48,7 @@ describe('a burst of large completions at the default --max-outbound-bytes', () 
     const summaries = (events: readonly { type: string; payload: Record<string, unknown> }[]) =>
       events
         .filter((e) => e.type === 'subagent.complete')
-        .map((e) => (e.payload.entry as { summary: string }).summary)
+        .map((e) => wireEntry(e.payload).summary)
         .sort();
     const expected = subagent_ids.map((_, i) => summary(i)).sort();
     expect(summaries(wsEvents)).toStrictEqual(expected);

@@ -134,7 +134,15 @@ export function openSse(server: HttpServer, path: string, headers: Record<string
       });
       res.on('end', () => frames.end());
       res.on('close', () => frames.end());
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, frames, raw: () => all, pause: () => res.pause(), resume: () => res.resume(), close: () => r.destroy() });
+      resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        frames,
+        raw: () => all,
+        pause: () => res.pause(),
+        resume: () => res.resume(),
+        close: () => r.destroy(),
+      });
     });
     r.on('error', (err) => reject(err));
     r.end();
