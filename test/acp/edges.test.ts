@@ -56,7 +56,8 @@ describe('serve --acp at its edges', () => {
     const s = startAcp(model.url);
     await s.initialize(true);
     const big = `{"jsonrpc":"2.0","id":"big","method":"_subrun/list","params":{"sessionId":"${'x'.repeat(40 << 20)}"}}\n`;
-    s.raw(big);
+    // Written whole before anything else is sent (the pipe took it: the server read it through).
+    await new Promise<void>((resolve) => s.proc.child.stdin.write(big, () => resolve()));
     const refusal = await s.until((m) => m.error?.code === -32600, 'the refusal of the long line');
     expect(refusal).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
     // The next line is served, on the same connection.
