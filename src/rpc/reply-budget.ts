@@ -6,7 +6,7 @@
 // process. The budget is spent in request order; once a reply does not fit, it and every later
 // reply of the message are replaced by -32001 `response too large`, with the request's id: each
 // request still gets exactly one response, and each call still took its effect.
-import { fitsAlone, tooLargeError, utf8Bytes } from '../server/reply-bound.ts';
+import { tooLargeError, utf8Bytes } from '../server/reply-bound.ts';
 import { errorResponse, type RpcId } from './jsonrpc.ts';
 
 export { fitsAlone, isStringLimit, tooLargeError, utf8Bytes } from '../server/reply-bound.ts';
