@@ -1,8 +1,9 @@
 // Case 8, slow consumer: one WebSocket client that never reads, attached to a session whose
-// events keep flowing. The server must drop it once its unsent bytes pass the documented bound
-// (`--max-outbound-bytes`, default 8 MiB: "unsent bytes one WebSocket peer may have queued before
-// it is dropped"), and its memory must stay flat: no growth after the drop, and no more growth
-// during the run than the same flow causes with no slow client (a control run on a fresh server).
+// events keep flowing. The server must drop it once its unsent bytes are over the documented bound
+// (`--max-outbound-bytes`, default 8 MiB) and it drained nothing for a check interval, or at once
+// past the ceiling (4x the bound: src/server/backlog.ts), and its memory must stay flat: no growth
+// after the drop, and no more growth during the run than the same flow causes with no slow client
+// (a control run on a fresh server).
 //
 // The flow: a healthy client attached to the same session steers 10 children parked in
 // `wait_steer` with 32 KiB texts, 4 in flight; every delivery is a `subagent.steer.delivered`
@@ -13,6 +14,7 @@ import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import type { RpcClient, ServerProcess } from '../lib/rpc.ts';
 import { row, type Row } from '../lib/stats.ts';
 import { connectWs, sessionWithChildren, subrunWs } from '../lib/subrun.ts';
+import { CEILING_FACTOR } from '../../src/server/backlog.ts';
 
 const MiB = 2 ** 20;
 const BOUND = 8 * MiB;
@@ -64,7 +66,7 @@ async function flow(withSlow: boolean, flowMs: number, afterDropMs: number, log:
     let end = t0 + flowMs;
     const watcher = setInterval(() => {
       if (dropMs !== null || !withSlow) return;
-      const m = /"buffered":(\d+)[^\n]*stopped reading/.exec(sub.proc.stderr());
+      const m = /"buffered":(\d+)[^\n]*dropping a WebSocket peer/.exec(sub.proc.stderr());
       if (m) {
         dropMs = performance.now() - t0;
         bytesAtDrop = bytes;
@@ -107,21 +109,22 @@ async function flow(withSlow: boolean, flowMs: number, afterDropMs: number, log:
 
 export const slowConsumerCase: BenchCase = {
   name: 'slow-consumer',
-  title: 'Slow consumer: a WebSocket client that never reads is dropped within the bound; server memory stays flat',
+  title: 'Slow consumer: a WebSocket client that never reads is dropped (stalled over the bound, or past the ceiling); server memory stays flat',
   async run(opts: CaseOptions): Promise<Row[]> {
-    const flowMs = bySize(opts.mode, { full: 15_000, quick: 8000, tiny: 2000 });
+    // Even the tiny flow outlasts two check intervals (src/server/backlog.ts): a stalled peer is judged by time.
+    const flowMs = bySize(opts.mode, { full: 15_000, quick: 8000, tiny: 6000 });
     const afterDropMs = bySize(opts.mode, { full: 5000, quick: 2500, tiny: 300 });
     const control = await flow(false, bySize(opts.mode, { full: 6000, quick: 3000, tiny: 300 }), 0, opts.log);
     const test = await flow(true, flowMs, afterDropMs, opts.log);
     const frame = STEER.length + 1024;
     const dropped = test.dropMs !== null && test.buffered !== null;
-    const withinBound = dropped && test.buffered <= BOUND + frame;
+    const withinBound = dropped && test.buffered <= CEILING_FACTOR * BOUND + frame;
     const growth = test.peakRss - test.baseRss;
     const controlGrowth = control.peakRss - control.baseRss;
     const afterDrop = test.endRss - test.dropRss;
     // Flat: after the drop it grows by less than one bound more, and over the run by no more than
-    // the control's growth plus the one bound the slow peer may legitimately hold.
-    const flat = dropped && afterDrop <= BOUND && growth <= controlGrowth + 2 * BOUND;
+    // the control's growth plus the ceiling the slow peer may legitimately hold.
+    const flat = dropped && afterDrop <= BOUND && growth <= controlGrowth + (CEILING_FACTOR + 1) * BOUND;
     return [
       row({
         case: 'slow.buffered_at_drop',
@@ -129,7 +132,7 @@ export const slowConsumerCase: BenchCase = {
         unit: 'MiB',
         baseline: BOUND / MiB,
         baseline_unit: 'MiB (--max-outbound-bytes)',
-        goal: 'dropped, <= bound + 1 frame',
+        goal: 'dropped, <= ceiling (4x bound) + 1 frame',
         pass: withinBound,
         note: dropped
           ? `dropped ${test.dropMs.toFixed(0)} ms into the flow, after ${((test.bytesAtDrop ?? 0) / MiB).toFixed(1)} MiB of events (the rest sat in kernel socket buffers)`

@@ -3,7 +3,7 @@
 // one of them becomes a JSON-RPC call on the adapter's link to the RPC server, and every event of
 // the link's sessions becomes session/update notifications (session.ts, updates.ts). Ordering of
 // prompt and cancel comes from the wire tap (stdio-wire.ts), never from the SDK's handler schedule.
-import { realpath } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, sep } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { AgentConnection, AnyMessage, SessionUpdate } from '@agentclientprotocol/sdk/unstable';
@@ -161,6 +161,9 @@ export class AcpAgent {
       throw refuse('cwd does not exist');
     }
     if (!roots.some((r) => inside(r, real))) throw refuse('cwd is outside the allowed roots');
+    // A session's tools are rooted at its cwd: a regular file (or a device, a socket) is no root.
+    const kind = await stat(real).catch(() => undefined);
+    if (!kind?.isDirectory()) throw refuse('cwd is not a directory');
     return real;
   }
 

@@ -66,11 +66,23 @@ export class RpcLink {
     return this.#request(method, params, (result) => result);
   }
 
-  /** `read` runs as the answer arrives (no extra tick): what it returns resolves, what it throws rejects. */
+  /**
+   * `read` runs as the answer arrives (no extra tick): what it returns resolves, what it throws
+   * rejects. The call is registered only once its text is sent: params that cannot be written
+   * (nested past the stack, a cycle, a BigInt: the IDE's values, relayed) are the caller's
+   * -32602, and leave no pending entry for the shutdown to reject with nobody listening.
+   */
   #request<T>(method: MethodName, params: Record<string, unknown>, read: (result: unknown) => T): Promise<T> {
     if (this.#closed) return Promise.reject(new RpcError(RpcCode.ShuttingDown, 'server is shutting down'));
     const id = ++this.#next;
-    const reply = new Promise<T>((resolve, reject) => {
+    let text: string;
+    try {
+      text = JSON.stringify({ jsonrpc: '2.0', id, method, params });
+    } catch {
+      return Promise.reject(new RpcError(RpcCode.InvalidParams, 'invalid params: they cannot be written as JSON (nested too deep?)'));
+    }
+    this.#client.send(text);
+    return new Promise<T>((resolve, reject) => {
       const settle = (result: unknown) => {
         try {
           resolve(read(result));
@@ -78,10 +90,9 @@ export class RpcLink {
           reject(err);
         }
       };
+      // The memory transport delivers in a later microtask: no answer can come before this.
       this.#pending.set(id, { resolve: settle, reject });
     });
-    this.#client.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-    return reply;
   }
 
   close(): void {

@@ -1,5 +1,9 @@
-// ACP over stdio: newline-delimited JSON through the SDK's ndJsonStream, with three seams the SDK
+// ACP over stdio: newline-delimited JSON through the SDK's ndJsonStream, with four seams the SDK
 // does not give:
+// - `--max-message-bytes`, as `serve --stdio` applies it and with the same code (rpc/transports/
+//   lines.ts): a line over it is refused as it streams with one -32600 (id null), never buffered
+//   whole, and the stream goes on. The SDK's own limit (whose error ends the whole stream) is set
+//   above it, so that it never sees such a line.
 // - a tap that sees every parsed inbound message synchronously, in arrival order, before the SDK
 //   dispatches it. The SDK runs handlers concurrently (a cancel's handler can run before the
 //   prompt that preceded it on the wire), so ordering per session is decided here, never by the
@@ -13,10 +17,13 @@
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { AnyMessage, Stream } from '@agentclientprotocol/sdk/unstable';
+import { lineSplitter, OVERSIZE_ANSWER } from '../rpc/transports/lines.ts';
 
 export interface StdioWireOptions {
   readonly input: Readable;
   readonly output: Writable;
+  /** The longest line taken, in bytes (`--max-message-bytes`). */
+  readonly max_message_bytes: number;
   /** Every inbound message, parsed, in wire order, before the SDK sees it. Must not throw. */
   readonly tap: (message: AnyMessage) => void;
   /** Every response the SDK sends (result or error), by its id, as it is handed to the output. */
@@ -60,13 +67,17 @@ export function stdioWire(opts: StdioWireOptions): StdioWire {
     start(controller) {
       control = controller;
     },
-    async pull(controller) {
-      const { done, value } = await Promise.race([source.read(), woken]);
-      if (closed) return;
-      if (!done) {
-        controller.enqueue(value);
-        return;
+    async pull() {
+      // Until a line is handed on: a pull that enqueues nothing is not called again.
+      for (;;) {
+        const { done, value } = await Promise.race([source.read(), woken]);
+        if (closed) return;
+        if (done) break;
+        const before = fed;
+        lines.push(value);
+        if (fed > before) return;
       }
+      lines.end();
       await opts.onInputEnd();
       close();
     },
@@ -75,7 +86,20 @@ export function stdioWire(opts: StdioWireOptions): StdioWire {
       return source.cancel(reason);
     },
   });
-  const raw = acp.ndJsonStream(Writable.toWeb(opts.output), input);
+  // What the SDK parses: the lines within the bound, each with its LF. A refusal is written in
+  // line with every other answer, through the one writer of the output.
+  const LF = new Uint8Array([0x0a]);
+  let fed = 0;
+  const lines = lineSplitter(
+    opts.max_message_bytes,
+    (bytes) => {
+      fed += 1;
+      control.enqueue(new Uint8Array(bytes));
+      control.enqueue(LF);
+    },
+    () => void sink.write(OVERSIZE_ANSWER).catch(() => undefined),
+  );
+  const raw = acp.ndJsonStream(Writable.toWeb(opts.output), input, { maxMessageBytes: opts.max_message_bytes + 2 });
 
   const unanswered = new Set<Id>();
   const waiters: Array<() => void> = [];

@@ -16,6 +16,8 @@ export interface AcpStdioOptions {
   readonly server: RpcServer;
   readonly input: Readable;
   readonly output: Writable;
+  /** The longest line taken (`--max-message-bytes`); a longer one is refused with -32600. */
+  readonly max_message_bytes: number;
   readonly roots: readonly string[];
   /** Root each session's parent agent tools at its cwd (see AcpAgent). */
   readonly workspaces?: boolean;
@@ -49,6 +51,7 @@ export function acpStdio(opts: AcpStdioOptions): AcpStdio {
   const wire: StdioWire = stdioWire({
     input: opts.input,
     output: opts.output,
+    max_message_bytes: opts.max_message_bytes,
     tap: (m) => agent.tap(m),
     onAnswer: (id) => agent.answered(id),
     onInputEnd: opts.onInputEnd,

@@ -29,14 +29,24 @@ type Json = Record<string, unknown>;
 
 const isJson = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+interface Waiter {
+  readonly resolve: (reply: Json) => void;
+  readonly reject: (err: Error) => void;
+}
+
 class RpcClient {
   readonly #ws: WebSocket;
   #next = 0;
-  readonly #pending = new Map<number, (reply: Json) => void>();
+  /** Calls sent and not answered; each is rejected once if the socket closes first. */
+  readonly #pending = new Map<number, Waiter>();
   onevent?: (params: unknown) => void;
 
   private constructor(ws: WebSocket) {
     this.#ws = ws;
+    ws.once('close', () => {
+      for (const w of this.#pending.values()) w.reject(new Error('connection closed before the reply'));
+      this.#pending.clear();
+    });
     ws.on('message', (data) => {
       let msg: unknown;
       try {
@@ -48,10 +58,10 @@ class RpcClient {
       if (msg.method === 'event') return this.onevent?.(msg.params);
       const id = msg.id;
       if (typeof id !== 'number') return;
-      const done = this.#pending.get(id);
-      if (done) {
+      const waiter = this.#pending.get(id);
+      if (waiter) {
         this.#pending.delete(id);
-        done(msg);
+        waiter.resolve(msg);
       }
     });
   }
@@ -73,13 +83,18 @@ class RpcClient {
     });
   }
 
+  /** Registered only once sent: a call that cannot be written or sent rejects, and leaves nothing behind. */
   call(method: string, params: unknown): Promise<Json> {
     const id = ++this.#next;
-    return new Promise((resolve, reject) => {
-      this.#pending.set(id, resolve);
-      this.#ws.once('close', () => reject(new Error('connection closed before the reply')));
-      this.#ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-    });
+    if (this.#ws.readyState !== WebSocket.OPEN) return Promise.reject(new Error('connection closed before the reply'));
+    let text: string;
+    try {
+      text = JSON.stringify({ jsonrpc: '2.0', id, method, params });
+    } catch {
+      return Promise.reject(new Error('PARAMS_JSON cannot be sent: nested too deep'));
+    }
+    this.#ws.send(text);
+    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
   }
 
   get closed(): Promise<void> {

@@ -205,6 +205,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
         server,
         input: process.stdin,
         output: process.stdout,
+        max_message_bytes: server.limits.max_message_bytes,
         roots,
         workspaces: openai !== undefined,
         logger,

@@ -89,18 +89,32 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Steer text, trimmed: 4002 when empty (or not a string), 4003 past MAX_STEER_BYTES. */
+/**
+ * A text field, trimmed; '' when missing or null (the field's own "required" code follows). One
+ * that is there but not a string (a number, an object, an array nested 20,000 deep) is a shape
+ * error, -32602, ranked before every coded check: undefined. Nothing of it is read but its type.
+ */
+function trimmedText(v: unknown, ctx: z.RefinementCtx): string | undefined {
+  if (typeof v === 'string') return v.trim();
+  if (v === undefined || v === null) return '';
+  ctx.addIssue({ code: 'custom', message: 'expected a string' });
+  return undefined;
+}
+
+/** Steer text, trimmed: -32602 when not a string, 4002 when empty (or missing), 4003 past MAX_STEER_BYTES. */
 const steerText = z.unknown().transform((v, ctx): string => {
-  const text = typeof v === 'string' ? v.trim() : '';
+  const text = trimmedText(v, ctx);
+  if (text === undefined) return z.NEVER;
   const problem = steerTextProblem(text);
   if (problem === 'empty') return coded(ctx, ParamCode.TextRequired, 2, 'text is required');
   if (problem === 'too_long') return coded(ctx, ParamCode.TextTooLong, 2, 'text too long');
   return text;
 });
 
-/** Prompt text, trimmed: 4002 when empty (a prompt has no steer bound). */
+/** Prompt text, trimmed: -32602 when not a string, 4002 when empty (a prompt has no steer bound). */
 const promptText = z.unknown().transform((v, ctx): string => {
-  const text = typeof v === 'string' ? v.trim() : '';
+  const text = trimmedText(v, ctx);
+  if (text === undefined) return z.NEVER;
   return text === '' ? coded(ctx, ParamCode.TextRequired, 2, 'text is required') : text;
 });
 

@@ -75,7 +75,8 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
 
   const handle: RequestHandler = (req, res, ctx) => {
     const closing = !ctx.accepting;
-    const reply = (a: Answer) => send(res, a, closing);
+    // The JSON-RPC server's per-message reply bound; send() never throws.
+    const reply = (a: Answer) => send(res, a, closing, server.limits.max_reply_bytes);
     const fail = (err: unknown): void => {
       if (err instanceof RpcError) return reply(errorAnswer(err));
       opts.logger.error({ err }, 'HTTP request failed');
@@ -104,9 +105,15 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
         return;
       }
       if (path === '/v1' || path.startsWith('/v1/')) {
-        api(req, res, ctx, url).then((a) => {
-          if (a !== 'streamed') reply(a);
-        }, fail);
+        // Nothing on this path may reject unhandled: a throw here would end the process.
+        api(req, res, ctx, url)
+          .then((a) => {
+            if (a !== 'streamed') reply(a);
+          }, fail)
+          .catch((err: unknown) => {
+            opts.logger.error({ err }, 'HTTP answer not sent');
+            res.destroy();
+          });
         return;
       }
       req.resume();

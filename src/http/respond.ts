@@ -2,7 +2,9 @@
 // with the JSON-RPC code, mapped to an HTTP status here and nowhere else.
 import type { ServerResponse } from 'node:http';
 import { RpcCode, RpcError } from '../server/errors.ts';
+import { DEFAULT_MAX_REPLY_BYTES } from '../server/options.ts';
 import { JsonText } from '../server/json-text.ts';
+import { fitsAlone, isStringLimit, tooLargeError } from '../server/reply-bound.ts';
 
 /** HTTP-only refusals, with the JSON-RPC code that fits each. */
 export const HttpCode = {
@@ -71,11 +73,27 @@ export const notFound = (): Answer => ({ status: 404, body: new JsonText(NOT_FOU
 export const httpError = (code: number, message: string, headers?: Record<string, string>, data?: unknown): Answer =>
   errorAnswer(new RpcError(code, message, data), headers);
 
-/** Writes a JSON answer (the connection closes after it once shutdown began). */
-export function send(res: ServerResponse, a: Answer, closing: boolean): void {
+/**
+ * The answer's text within `max_reply_bytes`, as JSON-RPC bounds one message's replies: past it
+ * -32001; one that cannot be built at all (past V8's longest string: -32001; a BigInt, a cycle:
+ * -32603) is an error answer too, never a throw out of the request.
+ */
+function bounded(a: Answer, max: number): { status: number; text: string } {
+  const refused = (err: RpcError) => ({ status: statusOf(err.code), text: JSON.stringify({ error: err.toJSON() }) });
+  let text: string;
+  try {
+    text = a.body instanceof JsonText ? a.body.text : JSON.stringify(a.body);
+  } catch (err) {
+    return refused(isStringLimit(err) ? tooLargeError(max) : new RpcError(RpcCode.InternalError, 'Internal error'));
+  }
+  return fitsAlone(text, max) ? { status: a.status, text } : refused(tooLargeError(max));
+}
+
+/** Writes a JSON answer (the connection closes after it once shutdown began). Never throws. */
+export function send(res: ServerResponse, a: Answer, closing: boolean, max_reply_bytes: number = DEFAULT_MAX_REPLY_BYTES): void {
   if (res.headersSent || res.destroyed) return;
-  const text = a.body instanceof JsonText ? a.body.text : JSON.stringify(a.body);
-  res.writeHead(a.status, {
+  const { status, text } = bounded(a, max_reply_bytes);
+  res.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(text, 'utf8'),
     'Cache-Control': 'no-store',

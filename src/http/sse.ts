@@ -5,9 +5,11 @@
 // - no cursor: `snapshot` {seq, subagents} of that instant, then every event with a higher seq;
 // - a cursor the replay ring still covers: every event after it, then live (no gap, no duplicate);
 // - a cursor older than the ring (or from the future: another server's): `reset` with the snapshot.
-// A consumer that stops reading is dropped at the WebSocket's outbound bound. One keep-alive timer
-// serves every stream (a comment line), so an idle stream costs no timer of its own.
+// A consumer that stops reading is dropped by the WebSocket's rule (server/backlog.ts): over the
+// outbound bound and draining nothing for a check interval, or past the ceiling. One keep-alive
+// timer serves every stream (a comment line), so an idle stream costs no timer of its own.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Backlog } from '../server/backlog.ts';
 import type { EventSink, ServerHub } from '../server/hub.ts';
 import type { Logger } from '../log.ts';
 import type { ListenerContext } from '../server/listener.ts';
@@ -15,8 +17,10 @@ import type { ListenerContext } from '../server/listener.ts';
 export interface SseOptions {
   /** A comment line this often keeps proxies from closing an idle stream. Default 15 s. */
   readonly keepalive_ms?: number;
-  /** Unsent bytes one stream may hold before its consumer is dropped. Default 8 MiB. */
+  /** Unsent bytes past which a stream that drains nothing is dropped (server/backlog.ts). Default 8 MiB. */
   readonly max_outbound_bytes?: number;
+  /** How long a stream over the bound may drain nothing. Default 2 s. */
+  readonly stall_ms?: number;
   /** The reconnection delay sent to browsers (`retry:`). Default 2000 ms. */
   readonly retry_ms?: number;
 }
@@ -37,8 +41,7 @@ function sharedFrame(seq: number, type: string, text: string): string {
 
 class Stream implements FrameSink {
   readonly #res: ServerResponse;
-  readonly #maxOut: number;
-  readonly #logger: Logger;
+  readonly #backlog: Backlog;
   #corked = false;
   #ended = false;
   readonly #uncork = () => {
@@ -46,10 +49,22 @@ class Stream implements FrameSink {
     this.#res.uncork();
   };
 
-  constructor(res: ServerResponse, maxOut: number, logger: Logger) {
+  constructor(res: ServerResponse, maxOut: number, stallMs: number | undefined, logger: Logger) {
     this.#res = res;
-    this.#maxOut = maxOut;
-    this.#logger = logger;
+    this.#backlog = new Backlog({
+      max_bytes: maxOut,
+      check_ms: stallMs,
+      buffered: () => res.writableLength,
+      drop: (reason, buffered) => {
+        logger.warn(
+          { buffered, max_outbound_bytes: maxOut },
+          reason === 'stalled' ? 'dropping an event stream consumer that stopped reading' : 'dropping an event stream consumer too far behind',
+        );
+        this.#ended = true;
+        res.destroy();
+      },
+    });
+    res.once('close', () => this.#backlog.close());
   }
 
   event(seq: number, type: string, text: string): void {
@@ -58,19 +73,15 @@ class Stream implements FrameSink {
 
   write(chunk: string): void {
     if (this.#ended || this.#res.destroyed) return;
-    if (this.#res.writableLength > this.#maxOut) {
-      this.#logger.warn({ buffered: this.#res.writableLength }, 'dropping an event stream consumer that stopped reading');
-      this.#ended = true;
-      this.#res.destroy();
-      return;
-    }
-    // Every frame of one turn leaves in one socket write, as on the WebSocket.
-    if (!this.#corked) {
-      this.#corked = true;
-      this.#res.cork();
-      process.nextTick(this.#uncork);
-    }
-    this.#res.write(chunk);
+    this.#backlog.send(() => {
+      // Every frame of one turn leaves in one socket write, as on the WebSocket.
+      if (!this.#corked) {
+        this.#corked = true;
+        this.#res.cork();
+        process.nextTick(this.#uncork);
+      }
+      this.#res.write(chunk);
+    });
   }
 
   close(): void {
@@ -94,6 +105,7 @@ export class SseHub {
   readonly #logger: Logger;
   readonly #keepalive: number;
   readonly #maxOut: number;
+  readonly #stallMs: number | undefined;
   readonly #retry: number;
   readonly #streams = new Set<Stream>();
   #timer: NodeJS.Timeout | undefined;
@@ -103,6 +115,7 @@ export class SseHub {
     this.#logger = logger;
     this.#keepalive = opts.keepalive_ms ?? 15_000;
     this.#maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
+    this.#stallMs = opts.stall_ms;
     this.#retry = opts.retry_ms ?? 2000;
   }
 
@@ -115,7 +128,7 @@ export class SseHub {
    * `cursor` must be a non-negative integer or undefined (the caller answers 400 otherwise).
    */
   open(res: ServerResponse, ctx: ListenerContext, session_id: string, session_key: unknown, cursor: number | undefined): boolean {
-    const stream = new Stream(res, this.#maxOut, this.#logger);
+    const stream = new Stream(res, this.#maxOut, this.#stallMs, this.#logger);
     const opened = subscribe(this.#server, session_id, session_key, cursor, stream, () => {
       ctx.owe();
       res.writeHead(200, {

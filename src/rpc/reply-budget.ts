@@ -6,34 +6,19 @@
 // process. The budget is spent in request order; once a reply does not fit, it and every later
 // reply of the message are replaced by -32001 `response too large`, with the request's id: each
 // request still gets exactly one response, and each call still took its effect.
-import { RpcCode, RpcError } from '../server/errors.ts';
+import { tooLargeError, utf8Bytes } from '../server/reply-bound.ts';
 import { errorResponse, type RpcId } from './jsonrpc.ts';
+
+export { fitsAlone, isStringLimit, tooLargeError, utf8Bytes } from '../server/reply-bound.ts';
 
 export { DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../server/hub.ts';
 
 /** A reply's JSON text, as #text makes it: or TOO_LARGE when it could not even be built. */
 export const TOO_LARGE = Symbol('too large');
 
-/** The UTF-8 length of `text` (a string's UTF-8 length is at most three bytes per UTF-16 unit). */
-export function utf8Bytes(text: string): number {
-  return Buffer.byteLength(text, 'utf8');
-}
-
-/** Whether `text` alone fits in `max` bytes; measured only when its length does not decide it. */
-export function fitsAlone(text: string, max: number): boolean {
-  return text.length * 3 <= max || (text.length <= max && utf8Bytes(text) <= max);
-}
-
-export const tooLargeError = (max: number): RpcError => new RpcError(RpcCode.ResponseTooLarge, 'response too large', { max_reply_bytes: max });
-
 /** The -32001 reply for `id`: small whatever the result was (the id is echoed, nothing else). */
 export function tooLargeText(id: RpcId, max: number): string {
   return JSON.stringify(errorResponse(id, tooLargeError(max)));
-}
-
-/** V8's answer to a string longer than it can make: whatever was being built, it was far past any bound. */
-export function isStringLimit(err: unknown): boolean {
-  return err instanceof RangeError && err.message === 'Invalid string length';
 }
 
 /** The bytes left for one message's replies. */

@@ -6,11 +6,14 @@
 // root at most MAX_TREES_TOTAL files and MAX_TREES_TOTAL_BYTES bytes: past any of them the trees
 // saved longest ago go first (by when they were saved, never by the client's `finished_at`, so the
 // tree a save just wrote is never the one it removes). A listing holds at most MAX_LIST entries.
+// One rule for every read (list, load, the disk bound): a tree is a regular file with a tree's
+// name, in a real directory right under the root; a symlink planted anywhere below the root (a
+// session directory leading out, or to another one) is never followed.
 // Who may read which trees is the methods' decision (methods/spawn-tree.ts): the store takes the
 // directories a caller may see.
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { spawnTreeFileSchema } from '../contract/methods.ts';
 import { errorCode } from '../guards.ts';
 import { notOwned, RpcCode, RpcError } from './errors.ts';
@@ -132,7 +135,10 @@ export class SpawnTreeStore {
     for (const f of files) {
       if (entries.length >= opts.limit) break;
       const path = join(this.root, f.dir, f.name);
-      const tree = await this.#read(path).catch(() => undefined);
+      // What load would refuse is not listed.
+      const tree = await this.#inside(path)
+        .then((real) => this.#read(real))
+        .catch(() => undefined);
       // A file removed or damaged since the directory was read is left out, not an error.
       if (!tree) continue;
       entries.push({
@@ -161,7 +167,10 @@ export class SpawnTreeStore {
     }
   }
 
-  /** The real path of `path`, refused (4030) unless it is a spawn tree file inside the root. */
+  /**
+   * The real path of `path`, refused (4030) unless it is a spawn tree file in a directory right
+   * under the root, reached through no symlink below the root (the root itself may be one).
+   */
   async #inside(path: string): Promise<string> {
     const outside = () => new RpcError(RpcCode.PathOutside, 'path outside spawn-trees root');
     if (path.includes('\0')) throw outside();
@@ -177,7 +186,8 @@ export class SpawnTreeStore {
     } catch (err) {
       throw failed('spawn_tree.load', err);
     }
-    if (!within(root, real) || !FILE.test(real.slice(real.lastIndexOf(sep) + 1))) throw outside();
+    const rel = relative(root, real);
+    if (!within(root, real) || rel !== relative(this.root, given) || rel.split(sep).length !== 2 || !FILE.test(basename(real))) throw outside();
     return real;
   }
 
@@ -204,6 +214,8 @@ export class SpawnTreeStore {
     this.#index ??= (async () => {
       const found: (SavedFile & { mtime: number })[] = [];
       for (const dir of (await this.#names(this.root).catch(() => [])).filter((d) => !d.startsWith('.'))) {
+        // Never into a symlink: the bound removes files, and none outside the root's own directories.
+        if (!(await lstat(join(this.root, dir)).catch(() => undefined))?.isDirectory()) continue;
         for (const name of await this.#names(join(this.root, dir)).catch(() => [])) {
           if (!FILE.test(name)) continue;
           const path = join(this.root, dir, name);

@@ -34,7 +34,15 @@ beforeEach(() => {
       waiters = waiters.filter((w) => !(w.pred(m) && (w.resolve(m), true)));
     }
   });
-  acp = acpStdio({ server, input, output, roots: [realpathSync(ROOT)], logger: silentLogger, onInputEnd: async () => undefined });
+  acp = acpStdio({
+    server,
+    input,
+    output,
+    max_message_bytes: server.limits.max_message_bytes,
+    roots: [realpathSync(ROOT)],
+    logger: silentLogger,
+    onInputEnd: async () => undefined,
+  });
 });
 
 afterEach(async () => {

@@ -94,6 +94,9 @@ export interface SseStream {
   readonly frames: Inbox<Frame>;
   /** The raw bytes received so far. */
   readonly raw: () => string;
+  /** Stops reading: the response, then its socket, stop taking bytes (the server's writes back up). */
+  pause(): void;
+  resume(): void;
   close(): void;
 }
 
@@ -131,7 +134,15 @@ export function openSse(server: HttpServer, path: string, headers: Record<string
       });
       res.on('end', () => frames.end());
       res.on('close', () => frames.end());
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, frames, raw: () => all, close: () => r.destroy() });
+      resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        frames,
+        raw: () => all,
+        pause: () => res.pause(),
+        resume: () => res.resume(),
+        close: () => r.destroy(),
+      });
     });
     r.on('error', (err) => reject(err));
     r.end();

@@ -503,6 +503,7 @@ describe('subagent.* check order', () => {
     const E4001 = { code: 4001, message: NOT_OWNED_MESSAGE };
     const E4002 = { code: 4002, message: 'text is required' };
     const E4003 = { code: 4003, message: 'text too long' };
+    const ENotString = { code: -32602, message: 'invalid params: text: expected a string', data: { issues: [{ path: 'text', message: 'expected a string' }] } };
     const cases: Array<[string, Record<string, unknown>, object]> = [
       ['subagent.steer', {}, E4000],
       ['subagent.steer', { session_id: sid, text: 'hi' }, E4000],
@@ -514,7 +515,9 @@ describe('subagent.* check order', () => {
       ['subagent.steer', { subagent_id: child }, E4002],
       ['subagent.steer', { subagent_id: child, text: '' }, E4002],
       ['subagent.steer', { subagent_id: child, text: ' \n\t ' }, E4002],
-      ['subagent.steer', { subagent_id: child, text: 7 }, E4002],
+      // There, not a string: a shape error, before every coded check (test/rpc/nested-text.test.ts).
+      ['subagent.steer', { subagent_id: child, text: 7 }, ENotString],
+      ['subagent.steer', { text: [[7]] }, ENotString],
       ['subagent.steer', { session_id: 'ses_nope', subagent_id: child, text: '   ' }, E4002],
       ['subagent.steer', { subagent_id: child, text: long }, E4003],
       ['subagent.steer', { session_id: 'ses_nope', subagent_id: child, text: long }, E4003],

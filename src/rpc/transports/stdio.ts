@@ -8,6 +8,7 @@
 // follows. With `onInputEnd` set, the transport stays open for output until close(); without it,
 // the input's end closes the transport.
 import type { Readable, Writable } from 'node:stream';
+import { lineSplitter, OVERSIZE_TEXT } from './lines.ts';
 import type { Transport } from './transport.ts';
 
 export interface StdioOptions {
@@ -26,17 +27,11 @@ export interface StdioTransport extends Transport {
   drained(): Promise<void>;
 }
 
-const LF = 0x0a;
 /** UTF-16 units joined into one write at most (a text longer than this goes out on its own). */
 const JOIN_LIMIT = 1024 * 1024;
-const OVERSIZE = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: message too large' } });
 
 export function stdioTransport(opts: StdioOptions): StdioTransport {
   const { input, output, max_message_bytes: max } = opts;
-  let parts: Buffer[] = [];
-  let size = 0;
-  /** True while skipping the rest of an oversize line. */
-  let skipping = false;
   let closed = false;
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
@@ -47,37 +42,8 @@ export function stdioTransport(opts: StdioOptions): StdioTransport {
     if (text.trim() === '') return;
     t.onmessage?.(text);
   };
-
-  const onData = (chunk: Buffer) => {
-    let start = 0;
-    for (;;) {
-      const nl = chunk.indexOf(LF, start);
-      if (nl < 0) break;
-      const piece = chunk.subarray(start, nl);
-      if (skipping) {
-        skipping = false;
-      } else if (size + piece.length > max) {
-        t.send(OVERSIZE);
-      } else {
-        line(parts.length === 0 ? piece : Buffer.concat([...parts, piece]));
-      }
-      parts = [];
-      size = 0;
-      start = nl + 1;
-    }
-    const rest = chunk.subarray(start);
-    if (rest.length === 0 || skipping) return;
-    if (size + rest.length > max) {
-      // Answer as soon as the line is known to be too long; drop bytes until its end.
-      t.send(OVERSIZE);
-      parts = [];
-      size = 0;
-      skipping = true;
-      return;
-    }
-    parts.push(Buffer.from(rest));
-    size += rest.length;
-  };
+  const lines = lineSplitter(max, line, () => t.send(OVERSIZE_TEXT));
+  const onData = (chunk: Buffer) => lines.push(chunk);
 
   // Everything sent in one turn leaves in one write, joined rather than corked (bench/cases/rpc-stdio.ts).
   // The flush runs before any I/O, so no reply waits, and after a close too, so nothing sent is lost.
@@ -125,9 +91,7 @@ export function stdioTransport(opts: StdioOptions): StdioTransport {
     inputEnded = true;
     input.off('data', onData);
     // The last line needs no LF: EOF ends it (unless it was already refused as oversize).
-    if (!skipping && parts.length > 0) line(Buffer.concat(parts));
-    parts = [];
-    size = 0;
+    lines.end();
     if (opts.onInputEnd) opts.onInputEnd();
     else finish();
   };

@@ -2,8 +2,9 @@
 // one JSON-RPC message or batch per text frame. Every upgrade carries the server token
 // (Authorization: Bearer, or ?token=), compared in constant time; an Origin header, when present,
 // must be allowed. Compression is off, frames over the limit close the socket (1009), heartbeat
-// pings drop silent peers, and a peer that stops reading is dropped before its unsent replies can
-// grow the server's memory without bound. At shutdown every WebSocket gets its close frame behind
+// pings drop silent peers, and a peer that stops reading (over the outbound bound and draining
+// nothing for a check interval, or past the ceiling: server/backlog.ts) is dropped before its
+// unsent frames can grow the server's memory without bound; a burst from a peer that reads is not. At shutdown every WebSocket gets its close frame behind
 // what it was already sent; the listener's grace bounds how long it may take to read it.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -11,6 +12,7 @@ import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
 import { errorCode } from '../../guards.ts';
 import type { Logger } from '../../log.ts';
 import { targetOf, TokenCheck } from '../../server/auth.ts';
+import { Backlog } from '../../server/backlog.ts';
 import { listen, type RequestHandler } from '../../server/listener.ts';
 import type { Transport } from './transport.ts';
 
@@ -26,8 +28,10 @@ export interface WsOptions {
   readonly max_message_bytes: number;
   /** Ping interval; a peer that has not answered the previous ping is dropped. Default 30 s. */
   readonly heartbeat_ms?: number;
-  /** Unsent bytes queued for one peer before it is dropped. Default 8 MiB. */
+  /** Unsent bytes past which a peer that drains nothing is dropped (server/backlog.ts). Default 8 MiB. */
   readonly max_outbound_bytes?: number;
+  /** How long a peer over the bound may drain nothing. Default 2 s. */
+  readonly stall_ms?: number;
   /** How long close() lets peers read what they were sent and answer the close. Default 0: cut at once. */
   readonly shutdown_grace_ms?: number;
   readonly logger: Logger;
@@ -115,7 +119,7 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
         ctx.owe(socket);
         // noServer mode: ws does not emit 'connection' itself, and the heartbeat listens for it.
         wss.emit('connection', ws, req);
-        connect(wsTransport(ws, socket, maxOut, opts.logger));
+        connect(wsTransport(ws, socket, { max_bytes: maxOut, stall_ms: opts.stall_ms }, opts.logger));
       });
     },
     // A connection the server closed already has its close frame queued; ws ignores a second one.
@@ -150,30 +154,40 @@ export async function listenWs(opts: WsOptions, connect: (t: Transport) => void)
   };
 }
 
-function wsTransport(ws: WebSocket, socket: Duplex, maxOut: number, logger: Logger): Transport {
+function wsTransport(ws: WebSocket, socket: Duplex, bound: { max_bytes: number; stall_ms: number | undefined }, logger: Logger): Transport {
   let closed = false;
   let corked = false;
   const uncork = () => {
     corked = false;
     socket.uncork();
   };
+  const backlog = new Backlog({
+    max_bytes: bound.max_bytes,
+    check_ms: bound.stall_ms,
+    buffered: () => ws.bufferedAmount,
+    drop: (reason, buffered) => {
+      // Rather than buffer without bound.
+      logger.warn(
+        { buffered, max_outbound_bytes: bound.max_bytes },
+        reason === 'stalled' ? 'dropping a WebSocket peer that stopped reading' : 'dropping a WebSocket peer too far behind',
+      );
+      ws.terminate();
+    },
+  });
+  const write = (text: string) => {
+    // Every frame of one turn leaves in one socket write (bench/cases/steer-load.ts); the uncork
+    // runs before any I/O, so no frame waits.
+    if (!corked) {
+      corked = true;
+      socket.cork();
+      process.nextTick(uncork);
+    }
+    ws.send(text);
+  };
   const t: Transport = {
     send(text) {
       if (closed || ws.readyState !== ws.OPEN) return;
-      if (ws.bufferedAmount > maxOut) {
-        // A peer that stopped reading: drop it rather than buffer without bound.
-        logger.warn({ buffered: ws.bufferedAmount }, 'dropping a WebSocket peer that stopped reading');
-        ws.terminate();
-        return;
-      }
-      // Every frame of one turn leaves in one socket write (bench/cases/steer-load.ts); the uncork
-      // runs before any I/O, so no frame waits.
-      if (!corked) {
-        corked = true;
-        socket.cork();
-        process.nextTick(uncork);
-      }
-      ws.send(text);
+      backlog.send(() => write(text));
     },
     close() {
       if (closed) return;
@@ -202,6 +216,7 @@ function wsTransport(ws: WebSocket, socket: Duplex, maxOut: number, logger: Logg
   function finish() {
     if (closed) return;
     closed = true;
+    backlog.close();
     t.onclose?.();
   }
   return t;
