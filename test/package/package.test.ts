@@ -131,7 +131,8 @@ describe('the npm package, installed into a fresh project', () => {
     // The dashboard is served from its sources as they are (no build step).
     for (const f of ['index.html', 'app.js', 'api.js', 'state.js', 'style.css', 'favicon.svg']) expect(files).toContain(`src/http/ui/${f}`);
     const stray = files.filter(
-      (f) => !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|docs\/[\w-]+\.md|LICENSE|README\.md|package\.json)$/.test(f),
+      (f) =>
+        !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|docs\/[\w-]+\.md|LICENSE|README\.md|package\.json)$/.test(f),
     );
     expect(stray).toEqual([]);
   });

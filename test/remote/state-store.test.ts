@@ -26,7 +26,7 @@ afterEach(async () => {
 
 /** A log whose lines can be waited for. */
 function tap(): { logger: pino.Logger; next: (msg: RegExp) => Promise<void> } {
-  const waiters: Array<{ msg: RegExp; latch: Latch<void> }> = [];
+  const waiters: Array<{ msg: RegExp; latch: Latch }> = [];
   const logger = pino(
     { level: 'debug' },
     {
@@ -39,7 +39,7 @@ function tap(): { logger: pino.Logger; next: (msg: RegExp) => Promise<void> } {
   return {
     logger,
     next: (msg) => {
-      const latch = new Latch<void>();
+      const latch = new Latch();
       waiters.push({ msg, latch });
       return latch.promise;
     },
@@ -166,7 +166,12 @@ describe('the JetStream store', () => {
     b.store.sessionSaved(session('from-b'));
     await committed(b.store);
     const c = await open();
-    expect(c.store.loadSessions().map((s) => s.session_id).sort()).toEqual(['from-b', 's1']);
+    expect(
+      c.store
+        .loadSessions()
+        .map((s) => s.session_id)
+        .sort(),
+    ).toEqual(['from-b', 's1']);
   });
 
   it('stores a commit bigger than a NATS message as parts, and skips a run of parts a crash cut off', async () => {

@@ -109,7 +109,8 @@ function apply(db: Db, writes: ReadonlyMap<string, Write>, whole: Buffer): void 
   db.transaction(() => {
     for (const op of ops) {
       if (!Array.isArray(op)) throw unreadable();
-      const [name, ...args] = op;
+      const fields: unknown[] = op;
+      const [name, ...args] = fields;
       const write = typeof name === 'string' ? writes.get(name) : undefined;
       if (!write) throw unreadable();
       write.run(...decodeArgs(args));

@@ -116,7 +116,8 @@ export class StateLog implements Durability {
     this.#sending = true;
     try {
       for (;;) {
-        if (this.#closed || this.#fenced) return;
+        // Closed or fenced while the last append was in flight: nothing more goes out.
+        if (this.#stopped()) return;
         const batch = this.#inflight ?? this.#frame();
         if (!batch) break;
         this.#inflight = batch;
@@ -133,7 +134,11 @@ export class StateLog implements Durability {
     } finally {
       this.#sending = false;
     }
-    if (!this.#closed && this.#snapshots.due()) void this.#snapshots.take(this.#o.serialize(), this.#last);
+    if (!this.#stopped() && this.#snapshots.due()) void this.#snapshots.take(this.#o.serialize(), this.#last);
+  }
+
+  #stopped(): boolean {
+    return this.#closed || this.#fenced;
   }
 
   /** Everything sealed since the last run, as one batch (replayed as one after a restart). */
@@ -141,7 +146,7 @@ export class StateLog implements Durability {
     if (this.#outbox.length === 0) return undefined;
     const sealed = this.#outbox.splice(0);
     const ops = sealed.flatMap((s) => s.ops);
-    const n = sealed[sealed.length - 1]?.n ?? this.#sealed;
+    const n = sealed.at(-1)?.n ?? this.#sealed;
     return { n, id: `${this.#writer}.${n}`, parts: partsOf(Buffer.from(JSON.stringify(ops))), done: 0 };
   }
 
