@@ -1,6 +1,6 @@
 // A steer or prompt whose `text` is not a string is a shape error (-32602) on every surface, not
 // "text is required" (4002) and never an internal error (-32603), however deep it is nested; a
-// missing one stays 4002. Real processes: `serve --stdio` over its pipes, `serve --ws` over a
+// missing one stays 4002; params nested past MAX_PARAMS_DEPTH anywhere are -32602 too. Real processes: `serve --stdio` over its pipes, `serve --ws` over a
 // WebSocket and over HTTP on 127.0.0.1 (the ACP extension: test/acp/edges.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, connectWs, killAll, request, startStdio, type Peer } from '../helpers/process.ts';
@@ -57,6 +57,20 @@ describe.each([
     for (const method of ['session.steer', 'prompt.submit']) {
       const error = await rawCall(peer, method, `{"session_id":"${session_id}","text":${text}}`);
       expect(error.code, `${method}: ${error.message}`).toBe(code);
+    }
+  });
+
+  it('answers params nested 20,000 deep anywhere (keyed or not, any field) with -32602, never -32603', async () => {
+    const deep = nested(20_000);
+    const calls: Array<[string, string]> = [
+      ['delegation.spawn', `{"session_id":"${session_id}","idempotency_key":"deep-1","tasks":[{"goal":"x","extra":${deep}}]}`],
+      ['delegation.spawn', `{"session_id":"${session_id}","tasks":[{"goal":"x","agent":{"kind":"scripted","steps":[{"op":"say","text":"x","z":${deep}}]}}]}`],
+      ['subagent.steer', `{"session_id":"${session_id}","idempotency_key":"deep-2","subagent_id":"${child}","text":"t","z":${deep}}`],
+    ];
+    for (const [method, params] of calls) {
+      const error = await rawCall(peer, method, params);
+      expect(error.code, `${method}: ${error.message}`).toBe(-32602);
+      expect(error.message).toMatch(/nested more than \d+ levels deep/);
     }
   });
 

@@ -5,7 +5,8 @@ import { paramsSchemas, type MethodName, type ParamsOf, type ResultOf as WireRes
 import type { SteerRejection } from '../../types.ts';
 import type { CallContext, Services } from '../context.ts';
 import type { z } from 'zod';
-import { codedOf, RpcCode, RpcError } from '../errors.ts';
+import { codedOf, invalidParams, RpcCode, RpcError } from '../errors.ts';
+import { nestsDeeperThan } from '../../guards.ts';
 import { isThenable, type Keyed } from '../idempotency.ts';
 import { JsonText } from '../json-text.ts';
 
@@ -64,6 +65,9 @@ export interface MethodOptions<M extends MethodName> {
   readonly writes?: boolean;
 }
 
+/** Deeper than any params a method takes (a spawn tree of scripted children inside steps, many levels down). */
+export const MAX_PARAMS_DEPTH = 256;
+
 /** `{...result, idempotent_replay: true}`: how JSON-RPC marks a replayed answer. */
 export function markReplay<T>(value: T): T {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value, idempotent_replay: true } : value;
@@ -78,6 +82,9 @@ export function defineMethod<M extends MethodName>(name: M, handle: Handler<M>, 
     return schema.parse(params) as ParamsOf<M>;
   };
   const run = (params: Record<string, unknown>, ctx: CallContext): Keyed<AnswerOf<M>> => {
+    // Before anything walks them recursively (the schema, an idempotency key's digest, a kept
+    // answer): a hostile nesting is a shape error, never a stack overflow (-32603).
+    if (nestsDeeperThan(params, MAX_PARAMS_DEPTH)) throw invalidParams([{ path: 'params', message: `nested more than ${MAX_PARAMS_DEPTH} levels deep` }]);
     if (writes && !ctx.services.store.available) throw storeUnavailable(false);
     let keyed: Keyed<AnswerOf<M>> | undefined;
     try {
