@@ -1,6 +1,7 @@
 // createRuntime(): wires the registry, the event bus, the per-parent queues and the delegation
 // stages into the one object a parent agent (or the RPC server) holds.
 import { systemClock, type Clock } from '../clock.ts';
+import { refuseUnknownKeys } from '../suggest.ts';
 import { ChildQueue } from './child-queue.ts';
 import type { Checkpoint, Core, Limits, OwnedEventListener } from './core.ts';
 import { spawn } from './delegate.ts';
@@ -157,7 +158,30 @@ export function positiveInt(name: string, value: unknown, fallback: number, min 
   return value;
 }
 
+/** Every option createRuntime takes: a key not here is a slip (`max_children`), refused by name. */
+const RUNTIME_OPTIONS: Readonly<Record<keyof RuntimeOptions, true>> = {
+  max_concurrent_children: true,
+  max_spawn_depth: true,
+  retain_finished: true,
+  max_queued_steers: true,
+  max_queued_steer_bytes: true,
+  interrupt_grace_ms: true,
+  default_runner: true,
+  runner_kinds: true,
+  clock: true,
+  ids: true,
+  logger: true,
+  checkpoint: true,
+  store: true,
+  checkpoint_ms: true,
+  commit: true,
+  adopt: true,
+};
+
+const DELEGATE_OPTIONS: Readonly<Record<keyof DelegateCallOptions, true>> = { timeout_ms: true, owner: true };
+
 export function createRuntime(options: RuntimeOptions = {}): Runtime {
+  refuseUnknownKeys('createRuntime', options, RUNTIME_OPTIONS);
   const limits: Limits = {
     max_concurrent_children: positiveInt('max_concurrent_children', options.max_concurrent_children, 3),
     max_spawn_depth: positiveInt('max_spawn_depth', options.max_spawn_depth, 1),
@@ -265,9 +289,17 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   return {
     events: bus,
     limits,
-    delegate: (tasks, opts = {}) => written(spawn(core, null, tasks, { timeout_ms: opts.timeout_ms }, opts.owner)),
+    delegate: (tasks, opts = {}) => {
+      refuseUnknownKeys('delegate', opts, DELEGATE_OPTIONS);
+      return written(spawn(core, null, tasks, { timeout_ms: opts.timeout_ms }, opts.owner));
+    },
     list: (o) => registry.list(o),
-    tail: (id, since) => storedTail(registry.tail(id, since), journal, undefined, since),
+    tail: (id, since) => {
+      // The wire's rule (subagent.tail's `since`): a byte offset, never negative or fractional.
+      if (since !== undefined && !(Number.isSafeInteger(since) && since >= 0))
+        throw new RangeError(`tail: since must be a non-negative integer, got ${String(since)}`);
+      return storedTail(registry.tail(id, since), journal, undefined, since);
+    },
     steer: (id, text) => registry.steer(id, text),
     steerCommitted(id, steer_id) {
       const record = registry.get(id);

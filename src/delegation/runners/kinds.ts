@@ -2,7 +2,7 @@
 // runners this way; library users may register their own kinds.
 import type { z } from 'zod';
 import type { Runner } from '../../types.ts';
-import { scripted, scriptedAgentSchema } from './scripted.ts';
+import { playing, scriptedAgentSchema } from './scripted.ts';
 
 export interface RunnerKind {
   /** Validates the whole agent spec, `kind` included. */
@@ -19,5 +19,5 @@ export function defineRunnerKind<S extends z.ZodType>(schema: S, create: (spec: 
 }
 
 export const builtinRunnerKinds: RunnerKinds = {
-  scripted: defineRunnerKind(scriptedAgentSchema, (spec) => scripted(spec.steps)),
+  scripted: defineRunnerKind(scriptedAgentSchema, (spec) => playing(spec.steps)),
 };

@@ -36,8 +36,24 @@ export type ScriptedAgent = z.infer<typeof scriptedAgentSchema>;
 
 export const SCRIPTED_MODEL = 'scripted';
 
-/** A runner that plays `steps` in order. */
+const stepsSchema = z.array(stepSchema);
+
+/**
+ * A runner that plays `steps` in order, checked with the schema the wire uses (`agent: {kind: 'scripted'}`):
+ * an unknown op or a step without what it needs is a TypeError naming it, never a child that
+ * silently does nothing.
+ */
 export function scripted(steps: readonly Step[] = []): Runner {
+  const checked = stepsSchema.safeParse(steps);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    throw new TypeError(`scripted: steps.${issue?.path.map(String).join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+  }
+  return playing(checked.data);
+}
+
+/** Steps the wire's schema already checked (the scripted runner kind). */
+export function playing(steps: readonly Step[]): Runner {
   return { model: SCRIPTED_MODEL, run: (ctx) => play(ctx, steps) };
 }
 
