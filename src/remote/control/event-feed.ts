@@ -122,14 +122,21 @@ export class EventFeed {
     // Cumulative: the last one read acks every one before it.
     const last = this.#unacked[this.#unacked.length - 1];
     this.#unacked = [];
+    this.#ackWhenStored(last);
+  }
+
+  /**
+   * Acks once what the events caused is stored: a restart meanwhile reads them again (the cursor,
+   * stored with what they caused, skips the ones already applied). A store that cannot write is
+   * asked again every second, so no event waits for its ack wait to run out (and comes twice).
+   */
+  #ackWhenStored(last: JsMsg | undefined): void {
     const stored = this.#o.settled?.();
     if (stored === undefined) last?.ack();
-    // Not acked until stored: a restart meanwhile reads these again (the cursor, stored with
-    // what they caused, skips the ones already applied).
     else
       stored.then(
         () => last?.ack(),
-        () => undefined,
+        () => setTimeout(() => this.#ackWhenStored(last), 1000).unref(),
       );
   }
 

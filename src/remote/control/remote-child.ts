@@ -286,12 +286,12 @@ export class RemoteChild implements RemoteChildHandle {
       const req = parse(spawnRequestSchema, m.data, log, m.subject);
       void this.#whenRunning()
         .then((ctx) => this.#stored(this.#onSpawn(ctx, req)))
-        .then((reply) => m.respond(encode(reply)));
+        .then((reply) => m.respond(encode(reply)), this.#unanswered(kind));
     } else if (kind === 'taken') {
       const req = parse(takenRequestSchema, m.data, log, m.subject);
       void this.#onTaken(req)
         .then((reply) => this.#stored(reply))
-        .then((reply) => m.respond(encode(reply)));
+        .then((reply) => m.respond(encode(reply)), this.#unanswered(kind));
     }
   }
 
@@ -302,6 +302,11 @@ export class RemoteChild implements RemoteChildHandle {
   async #stored<T>(reply: T): Promise<T> {
     await this.#p.stored();
     return reply;
+  }
+
+  /** Not stored (the store cannot write): no answer, so the worker asks again (its retry). */
+  #unanswered(kind: string): (err: unknown) => void {
+    return (err) => this.#p.logger.warn({ err: describe(err), subagent_id: this.id, kind }, 'a worker request is not answered until the store can write');
   }
 
   /** A worker asks for the taken receipt of the steers that wait; recorded before it is answered. */
