@@ -24,6 +24,8 @@ import {
   type TailResult,
 } from '../registry/registry.ts';
 import type { Snapshot } from '../child/snapshot.ts';
+import { combine, type RuntimeObserver } from '../telemetry/observer.ts';
+import { Traces } from '../telemetry/traces.ts';
 
 /** Runtime options: one readonly object, each field validated at construction. */
 export interface RuntimeOptions {
@@ -66,6 +68,11 @@ export interface RuntimeOptions {
    * which kept running them), so that they continue instead of being settled as lost.
    */
   readonly adopt?: Adopter;
+  /**
+   * Told each fact as it happens, besides the runtime's own traces (which go to the OpenTelemetry
+   * API: a no-op until the application registers a provider). The server's metrics are one.
+   */
+  readonly observer?: RuntimeObserver;
 }
 
 export interface DelegateCallOptions {
@@ -177,6 +184,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     journal,
     options.commit !== 'by_caller',
   );
+  const traces = new Traces();
+  const observer = options.observer ? combine(traces, options.observer) : traces;
   const queues = new Map<string, ChildQueue>();
   const paused = new Set<string>();
   const ownedListeners = new Set<OwnedEventListener>();
@@ -219,6 +228,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     checkpoint: options.checkpoint,
     journal,
     checkpoint_ms: positiveInt('checkpoint_ms', options.checkpoint_ms, 200, 1),
+    observer,
     emit(topic, payload, owner) {
       if (listening(topic)) deliver(topic, payload, owner);
     },
@@ -253,6 +263,16 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     return value;
   };
 
+  const steered = (r: SteerResult): SteerResult => {
+    if (r.status === 'queued') observer.steerQueued(r.subagent_id, r.steer_id, Buffer.byteLength(r.text, 'utf8'), clock.now());
+    else observer.steerRejected(r.subagent_id, r.reason);
+    return r;
+  };
+  const interrupted = (r: InterruptResult): InterruptResult => {
+    observer.interrupted(r.subagent_id, r.found, r.interrupted);
+    return r;
+  };
+
   const interruptAll = (records: Iterable<ChildRecord>): string[] => {
     const out: string[] = [];
     for (const r of [...records]) {
@@ -268,7 +288,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     delegate: (tasks, opts = {}) => written(spawn(core, null, tasks, { timeout_ms: opts.timeout_ms }, opts.owner)),
     list: (o) => registry.list(o),
     tail: (id, since) => storedTail(registry.tail(id, since), journal, undefined, since),
-    steer: (id, text) => registry.steer(id, text),
+    steer: (id, text) => steered(registry.steer(id, text)),
     steerCommitted(id, steer_id) {
       const record = registry.get(id);
       const pending = record?.runner.committed?.(id, steer_id);
@@ -279,17 +299,20 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       // delivered or missed like any other (an error would have to mean "no effect").
       const refused = (): SteerFate => {
         const withdrawn = record.withdrawSteer(steer_id);
-        if (withdrawn) journal?.steerWithdrawn(id, steer_id);
+        if (withdrawn) {
+          journal?.steerWithdrawn(id, steer_id);
+          observer.steerWithdrawn(id, steer_id);
+        }
         return withdrawn ? 'refused' : 'queued';
       };
       return pending.then((commit) => (commit === 'refused' ? refused() : commit === 'stored' ? 'queued' : 'uncertain'), refused);
     },
-    interrupt: (id) => registry.interrupt(id),
+    interrupt: (id) => interrupted(registry.interrupt(id)),
     scoped: {
       list: (scope, o) => registry.listScoped(scope, o),
       tail: (scope, id, since) => storedTail(registry.tail(id, since, scope), journal, scope, since),
-      steer: (scope, id, text) => registry.steer(id, text, scope),
-      interrupt: (scope, id) => registry.interrupt(id, scope),
+      steer: (scope, id, text) => steered(registry.steer(id, text, scope)),
+      interrupt: (scope, id) => interrupted(registry.interrupt(id, scope)),
       has: (scope, id) => registry.getScoped(scope, id) !== undefined,
     },
     setPaused(session_id, value) {

@@ -158,6 +158,7 @@ function wsTransport(ws: WebSocket, socket: Duplex, maxOut: number, logger: Logg
     socket.uncork();
   };
   const t: Transport = {
+    kind: 'ws',
     send(text) {
       if (closed || ws.readyState !== ws.OPEN) return;
       if (ws.bufferedAmount > maxOut) {
