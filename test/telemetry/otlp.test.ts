@@ -55,8 +55,11 @@ async function collector(): Promise<{ url: string; requests: Received[]; until(p
   };
 }
 
+interface OtlpBody {
+  resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
+}
 const spansOf = (requests: readonly Received[]): OtlpSpan[] =>
-  requests.flatMap((r) => JSON.parse(r.body.toString('utf8')).resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans)));
+  requests.flatMap((r) => (JSON.parse(r.body.toString('utf8')) as OtlpBody).resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)));
 const attr = (s: OtlpSpan, key: string) => {
   const v = s.attributes.find((a) => a.key === key)?.value;
   return v?.stringValue ?? (v?.intValue !== undefined ? Number(v.intValue) : v?.boolValue);
