@@ -11,7 +11,9 @@ import {
   type Tokens,
   type WireSteerResult,
 } from './contract/wire.ts';
-import type { Context } from '@opentelemetry/api';
+import type { RunTelemetry } from './run-telemetry.ts';
+
+export type { ChatEnd, ChatRequest, Ending, RunTelemetry } from './run-telemetry.ts';
 
 export type { ChildStatus, CompletionEntry, FinalStatus, InterruptResult, Snapshot, TailResult, Tokens, ToolTraceItem } from './contract/wire.ts';
 
@@ -152,41 +154,6 @@ export interface DelegationHandle {
  * Its functions are methods of one object per child: call them on the context (`ctx.write(...)`);
  * do not detach them, spread the context or wrap it in a Proxy (wrap it by delegation instead).
  */
-/** How one model request ended. */
-export type ChatEnd =
-  | {
-      readonly outcome: 'ok';
-      readonly response_model?: string;
-      readonly response_id?: string;
-      readonly finish_reason: string | null;
-      readonly input_tokens: number;
-      readonly output_tokens: number;
-    }
-  | { readonly outcome: 'error'; readonly error_type: string }
-  | { readonly outcome: 'cancelled' };
-
-export interface ChatRequest {
-  readonly model: string;
-  /** The model server's base URL: its host and port name the span's server. */
-  readonly base_url: string;
-}
-
-export interface Ending<T> {
-  end(result: T): void;
-}
-
-/** What a child's runner reports while it runs (RunnerContext.telemetry): spans and metrics, never content. */
-export interface RunTelemetry {
-  /** One request to the model server (retries inside it included). */
-  chat(request: ChatRequest): Ending<ChatEnd>;
-  /** One tool call: `ok` false for a tool that failed. */
-  tool(name: string, call_id?: string): Ending<boolean>;
-  /** Writes the child's trace context (W3C `traceparent`, `tracestate`) into `carrier`. */
-  inject(carrier: Record<string, string>): void;
-  /** The context a spawn made by this child now hangs under (its open tool span, else its own). */
-  spawnContext(): Context | undefined;
-}
-
 export interface RunnerContext {
   readonly subagent_id: string;
   readonly parent_id: string | null;

@@ -23,9 +23,8 @@ export interface TracingOptions {
 }
 
 const set = (v: string | undefined): v is string => v !== undefined && v.trim() !== '';
-const PROTOCOLS = ['http/protobuf', 'http/json'] as const;
-type Protocol = (typeof PROTOCOLS)[number];
-const isProtocol = (p: string): p is Protocol => (PROTOCOLS as readonly string[]).includes(p);
+type Protocol = 'http/protobuf' | 'http/json';
+const isProtocol = (p: string): p is Protocol => p === 'http/protobuf' || p === 'http/json';
 
 /** Which protocol, or undefined when tracing is off. Throws a UsageError (exit 2) for grpc or anything unknown. */
 export function tracingWanted(endpoint: string | undefined, env: NodeJS.ProcessEnv = process.env): Protocol | undefined {
