@@ -3,7 +3,9 @@
 // parts (the ACP SDK, the NATS clients) in chunks loaded when that subcommand runs. A command that
 // loads ~170 modules at start loads a handful: zod alone is 95 files, 64 of them locales that
 // tree-shaking drops (bench/cases/startup.ts). The library's own entry points stay unbundled.
-// pino and ws stay external: they load files of their own at run time; better-sqlite3 is a native addon.
+// pino and ws stay external: they load files of their own at run time; better-sqlite3 is a native addon;
+// @opentelemetry/* and prom-client: one copy shared with the library (the API's global provider), and
+// the SDK is loaded only when tracing is on.
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -19,7 +21,7 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['pino', 'ws', '@nats-io/*', 'better-sqlite3'],
+  external: ['pino', 'ws', '@nats-io/*', 'better-sqlite3', '@opentelemetry/*', 'prom-client'],
   legalComments: 'none',
   logLevel: 'warning',
 });

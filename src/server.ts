@@ -16,6 +16,8 @@ export type { Transport } from './rpc/transports/transport.ts';
 export { memoryPair } from './rpc/transports/memory.ts';
 export type { MemoryClient } from './rpc/transports/memory.ts';
 export type { ParentFactory, SessionParent } from './server/context.ts';
+export { Metrics } from './telemetry/metrics.ts';
+export type { GaugeSources, WorkerGauge } from './telemetry/metrics.ts';
 
 export interface ServerOptions extends BareServerOptions {
   /**

@@ -11,6 +11,9 @@ import {
   type Tokens,
   type WireSteerResult,
 } from './contract/wire.ts';
+import type { RunTelemetry } from './run-telemetry.ts';
+
+export type { ChatEnd, ChatRequest, Ending, RunTelemetry } from './run-telemetry.ts';
 
 export type { ChildStatus, CompletionEntry, FinalStatus, InterruptResult, Snapshot, TailResult, Tokens, ToolTraceItem } from './contract/wire.ts';
 
@@ -203,7 +206,12 @@ export interface RunnerContext {
   /** Streamed reasoning: `subagent.thinking` per delta, one transcript line per block. */
   thinkingDelta(delta: string): void;
   /** Starts a tool step: counts in tool_count/last_tool, emits `subagent.tool`. */
-  startTool(name: string, args?: unknown): ToolCall;
+  startTool(name: string, args?: unknown, call_id?: string): ToolCall;
+  /**
+   * Where the runner reports its model requests (one `chat` span and the model metrics each) and
+   * anything it runs as a tool outside startTool. Absent on a context built by hand.
+   */
+  readonly telemetry?: RunTelemetry;
   /**
    * A delivery point for runners that deliver as they take (the scripted runner): takes every
    * queued steer in acceptance order, marks each delivered (transcript + `subagent.steer.delivered`)

@@ -6,7 +6,7 @@
 // tool batch), each as its own user message after the last tool result; they count as delivered
 // once a reply to a prompt holding them has fully arrived. Whatever was taken and not confirmed
 // when the loop ends stays with the caller's inbox, which reports it as missed.
-import type { Steer, Tokens } from '../types.ts';
+import type { ChatEnd, Ending, Steer, Tokens } from '../types.ts';
 import { parseToolArguments, runTool, toToolSpec, type Tool } from './tools/tool.ts';
 import { ModelError, streamChat, type ChatEndpoint, type ChatMessage, type Sleeper } from './chat.ts';
 import { steerMessage } from './steer-marker.ts';
@@ -18,6 +18,8 @@ export interface LoopEffects {
   onReasoning(delta: string): void;
   /** A tool call starts (`call_id`: the model's id for the call); the returned function ends it. */
   onToolStart(name: string, args: unknown, call_id: string): (output: string, ok: boolean) => void;
+  /** One model request begins (its span and metrics); told how it ended. */
+  onModelRequest?(model: string, base_url: string): Ending<ChatEnd>;
   /** Awaited before each delivery point when given (a child on a worker gets its receipts). */
   prepareSteers?(): Promise<void>;
   takeSteers(): Steer[];
@@ -92,6 +94,7 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
     }
     let streamed = '';
     let reply;
+    const request = fx.onModelRequest?.(input.endpoint.model, input.endpoint.base_url);
     try {
       reply = await streamChat(
         input.endpoint,
@@ -110,10 +113,13 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
     } catch (err) {
       api_calls += 1;
       // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal may abort during the await
-      if (fx.signal.aborted || (err instanceof ModelError && err.kind === 'aborted')) return end('interrupted');
+      const cancelled = fx.signal.aborted || (err instanceof ModelError && err.kind === 'aborted');
+      request?.end(cancelled ? { outcome: 'cancelled' } : { outcome: 'error', error_type: errorType(err) });
+      if (cancelled) return end('interrupted');
       return end('failed', { error: err instanceof Error ? err.message : String(err) });
     }
     api_calls += 1;
+    request?.end({ outcome: 'ok', finish_reason: reply.finish_reason, input_tokens: reply.usage.input, output_tokens: reply.usage.output });
     tokens = { input: tokens.input + reply.usage.input, output: tokens.output + reply.usage.output };
     // The model has answered a prompt holding these steers: they reached it.
     if (pending.length > 0) {
@@ -149,4 +155,11 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
     }
     fx.onTurnDone?.(messages.slice(1));
   }
+}
+
+/** A failed request's `error.type`: the HTTP status, `timeout`, else `_OTHER` (the semantic conventions' fallback). */
+function errorType(err: unknown): string {
+  if (!(err instanceof ModelError)) return '_OTHER';
+  if (err.status !== undefined) return String(err.status);
+  return err.kind === 'timeout' ? 'timeout' : '_OTHER';
 }

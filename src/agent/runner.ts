@@ -3,7 +3,9 @@
 // allows), steering in the conversation, streamed text and reasoning, and usage accounting.
 import { z } from 'zod';
 import type { Tool } from './tools/tool.ts';
-import type { RunOutcome, Runner, RunnerContext } from '../types.ts';
+import type { ChatEnd, Ending, RunOutcome, Runner, RunnerContext } from '../types.ts';
+
+const NO_ENDING: Ending<ChatEnd> = { end() {} };
 import { defineRunnerKind, type RunnerKind } from '../delegation/runners/kinds.ts';
 import { runAgentLoop } from './agent-loop.ts';
 import type { ChatEndpoint, ChatMessage } from './chat.ts';
@@ -53,10 +55,11 @@ export function openaiRunner(config: OpenAIRunnerConfig): Runner {
           sleep: (ms) => ctx.sleep(ms),
           onText: (d) => ctx.textDelta(d),
           onReasoning: (d) => ctx.thinkingDelta(d),
-          onToolStart: (name, args) => {
-            const call = ctx.startTool(name, args);
+          onToolStart: (name, args, call_id) => {
+            const call = ctx.startTool(name, args, call_id);
             return (output, ok) => call.finish(output, ok);
           },
+          onModelRequest: (model, base_url) => ctx.telemetry?.chat({ model, base_url }) ?? NO_ENDING,
           prepareSteers: () => ctx.prepareDelivery(),
           takeSteers: () => ctx.takeSteers(),
           confirmSteers: (steers) => ctx.confirmDelivered(steers),

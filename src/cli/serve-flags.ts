@@ -96,6 +96,19 @@ export const SERVE_FLAGS = [
     max: 2_147_483_647,
     help: 'on shutdown, how long peers have to read their completions before they are cut (default 5000)',
   },
+  {
+    flag: 'metrics-token',
+    env: 'SUBRUN_METRICS_TOKEN',
+    kind: 'string',
+    arg: 'T',
+    help: 'with --ws: a bearer token that reads GET /metrics and nothing else (the server token reads it too)',
+  },
+  {
+    flag: 'otlp-endpoint',
+    kind: 'string',
+    arg: 'URL',
+    help: 'export traces over OTLP/HTTP to URL (+ /v1/traces); the OTEL_EXPORTER_OTLP_* variables do too (docs/observability.md)',
+  },
   { flag: 'ui-dir', env: 'SUBRUN_UI_DIR', kind: 'string', arg: 'DIR', help: "the directory served under /ui/ with --ws (default: the package's dashboard)" },
   {
     flag: 'log-level',

@@ -29,6 +29,8 @@ import { createHttpApi } from '../http/api.ts';
 import type { SqliteStore } from '../store/sqlite.ts';
 import { defaultStateDir } from './state-dir.ts';
 import { errorCode } from '../guards.ts';
+import { Metrics } from '../telemetry/metrics.ts';
+import { startTracing } from './otel.ts';
 
 const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp [options]
 
@@ -86,6 +88,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
     throw new UsageError('--fsync applies to --store sqlite only (JetStream stores what the server is configured to)');
 
   const logger = createLogger(level);
+  // Before anything starts a span; a bad OTLP protocol is one line and exit 2 (a UsageError).
+  const tracing = await startTracing({ endpoint: v['otlp-endpoint'], service: 'subrun', logger });
   // The lease first: a standby waits here, before it opens the state directory (a leader on the
   // same machine may hold it) or acts on anything a worker sends.
   const lead = nats === undefined ? undefined : await takeLead(nats, v, logger);
@@ -98,6 +102,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const remote = lead === undefined ? undefined : await attachPlacement(lead.link, v, logger);
   const localKinds = { ...builtinRunnerKinds, openai: openaiKind(openai) };
   const server = new RpcServer({
+    // Served at GET /metrics on the --ws listener; nothing reads them elsewhere.
+    ...(v.ws === true ? { metrics: new Metrics() } : {}),
     max_concurrent_children: v['max-concurrent-children'],
     max_spawn_depth: v['max-spawn-depth'],
     max_message_bytes: v['max-message-bytes'],
@@ -169,6 +175,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
       if (listener) await listener.close();
       else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
       else if (acp) await acp.finish(grace);
+      // The spans of everything above, the last completions' included; a dead collector gets the grace, no more.
+      await tracing?.shutdown(grace);
       // Nothing is owed to anyone any more. Whatever still holds the event loop (a write to a
       // stdout nobody reads, a runner abandoned with a request in flight) must not hold the
       // process: an unref'd timer fires only if something else keeps the loop alive.
@@ -221,7 +229,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     const token = v.token ?? randomBytes(24).toString('base64url');
     const maxOut = v['max-outbound-bytes'];
     // One listener: the WebSocket, the HTTP API, its event streams and the dashboard.
-    const http = createHttpApi(server, { token, logger, ui_dir: v['ui-dir'], max_outbound_bytes: maxOut });
+    const http = createHttpApi(server, { token, logger, ui_dir: v['ui-dir'], max_outbound_bytes: maxOut, metrics_token: v['metrics-token'] });
     listener = await listenOrSay(
       {
         host: v.host ?? '127.0.0.1',

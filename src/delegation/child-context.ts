@@ -7,7 +7,7 @@ import type { InterruptResult, SteerResult } from '../registry/registry.ts';
 import { toSnapshot, type Snapshot } from '../child/snapshot.ts';
 import type { Core } from './core.ts';
 import { preview } from '../child/preview.ts';
-import type { DelegateOptions, DelegationHandle, RestoredRun, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../types.ts';
+import type { DelegateOptions, DelegationHandle, RestoredRun, RunnerContext, RunTelemetry, Steer, SubtreeControl, TaskSpec, ToolCall } from '../types.ts';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -22,6 +22,7 @@ export class ChildContext implements RunnerContext {
   #subtree: SubtreeControl | undefined;
   /** Set while a progress write is due (coalesced by the journal's checkpoint interval). */
   #progressDue: unknown;
+  #telemetry: RunTelemetry | undefined;
 
   constructor(core: Core, record: ChildRecord) {
     this.#core = core;
@@ -125,18 +126,26 @@ export class ChildContext implements RunnerContext {
     this.#emit('subagent.text', { text });
   }
 
-  startTool(name: string, args?: unknown): ToolCall {
+  /** Made on first use: a runner that reports nothing costs no telemetry object. */
+  get telemetry(): RunTelemetry {
+    return (this.#telemetry ??= this.#core.observer.run(this.#record));
+  }
+
+  startTool(name: string, args?: unknown, call_id?: string): ToolCall {
     if (!this.#open) return { finish() {} };
     const record = this.#record;
     const shown = preview(args);
     const index = record.toolStarted(name, shown);
     this.#emit('subagent.tool', { tool_name: name, preview: shown, tool_count: record.tool_count });
+    const span = this.telemetry.tool(name, call_id);
     let ended = false;
     const isOpen = () => this.#open;
     return {
       finish(result, ok = true) {
-        if (ended || !isOpen()) return;
+        if (ended) return;
         ended = true;
+        span.end(ok);
+        if (!isOpen()) return;
         record.toolFinished(index, ok, preview(result ?? ''));
       },
     };
@@ -203,7 +212,9 @@ export class ChildContext implements RunnerContext {
         this.#record.subagent_id,
         steers.map((t) => t.steer_id),
       );
+    const now = this.#core.clock.now();
     for (const s of steers) {
+      this.#core.observer.steerDelivered(this.#record.subagent_id, s.steer_id, now);
       this.#record.appendLine(`[steer] ${s.text}`);
       this.#emit(
         'subagent.steer.delivered',

@@ -8,6 +8,7 @@ import type { ChildRecord } from '../child/record.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { ChildQueue } from './child-queue.ts';
 import type { RunnerKinds } from './runners/kinds.ts';
+import type { RuntimeObserver } from '../telemetry/observer.ts';
 import type { ChildJournal, DelegateOptions, DelegationHandle, Owner, RestoredRun, Runner, TaskSpec } from '../types.ts';
 
 /**
@@ -48,6 +49,8 @@ export interface Core {
   readonly checkpoint_ms: number;
   /** The test seam; undefined in production, so no await is spent on it. */
   readonly checkpoint: Checkpoint | undefined;
+  /** Traces and metrics: told each fact where it happens (telemetry/observer.ts). */
+  readonly observer: RuntimeObserver;
   /** Publishes `topic` on the bus and to owned-event listeners. Never throws. */
   emit(topic: string, payload: Record<string, unknown>, owner: Owner | undefined): void;
   /**

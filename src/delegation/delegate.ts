@@ -162,6 +162,8 @@ export function spawn(
   if (core.isPaused(owner)) throw new SubrunError(ErrorCode.SpawnPaused, 'spawning is paused');
 
   const delegation_id = core.ids.delegation();
+  const parent_id = revival ? revival.parent_id : (parent?.subagent_id ?? null);
+  core.observer.delegated({ delegation_id, task_count: tasks.length, parent_id, session_id: owner?.session_id });
   const batch = new Batch(tasks.length, core.hold());
   const records: ChildRecord[] = [];
   const lives: LiveChild[] = [];
@@ -169,7 +171,7 @@ export function spawn(
   for (const task of tasks) {
     const live = new LiveChild(core, {
       subagent_id: core.ids.subagent(),
-      parent_id: revival ? revival.parent_id : (parent?.subagent_id ?? null),
+      parent_id,
       depth: revival ? revival.depth : parent ? parent.depth + 1 : 0,
       delegation_id,
       task_index: task_index++,
@@ -187,6 +189,7 @@ export function spawn(
     });
     records.push(live.record);
     lives.push(live);
+    core.observer.created(live.record);
     core.emitAbout('subagent.spawn_requested', live.record);
   }
   const subagent_ids = records.map((r) => r.subagent_id);
@@ -200,6 +203,7 @@ export function spawn(
 
   // Emitted a turn after the last child's entry, so after its subagent.complete.
   const results = batch.results.then((entries) => {
+    core.observer.delegationDone(delegation_id, entries);
     core.emit('delegation.complete', { delegation_id, results: entries, src: delegation_id }, owner);
     return entries;
   });

@@ -91,6 +91,7 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
         // not a checkpoint later: a restart that finds it running finds where, too.
         if (record.progress !== undefined) core.journal?.progress(record.subagent_id, record.readTail().text, record.progress);
         core.emitAbout('subagent.start', record);
+        core.observer.started(record);
       }
       if (record.timeout_ms !== undefined) this.#timeout = core.clock.setTimeout(() => record.stop('timeout'), record.timeout_ms);
 
@@ -263,6 +264,7 @@ function publishEntry(core: Core, record: ChildRecord, entry: CompletionEntry): 
   core.releaseQueue(record.subagent_id);
   const told = revivedEntry(record, entry);
   record.settle(told);
+  core.observer.finished(record, told);
   core.emitAbout('subagent.complete', record, { entry: told });
 }
 

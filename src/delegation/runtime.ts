@@ -1,18 +1,19 @@
 // createRuntime(): wires the registry, the event bus, the per-parent queues and the delegation
 // stages into the one object a parent agent (or the RPC server) holds.
-import { systemClock, type Clock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
 import { refuseUnknownKeys } from '../suggest.ts';
+import { DELEGATE_OPTIONS, RUNTIME_OPTIONS, type DelegateCallOptions, type RuntimeOptions } from './runtime-options.ts';
 import { ChildQueue } from './child-queue.ts';
-import type { Checkpoint, Core, Limits, OwnedEventListener } from './core.ts';
+import type { Core, Limits, OwnedEventListener } from './core.ts';
 import { spawn } from './delegate.ts';
-import { builtinRunnerKinds, type RunnerKinds } from './runners/kinds.ts';
+import { builtinRunnerKinds } from './runners/kinds.ts';
 import { scripted } from './runners/scripted.ts';
-import type { ChildJournal, DelegationHandle, Owner, Runner, Scope, SteerFate, TaskSpec } from '../types.ts';
+import type { ChildJournal, DelegationHandle, Owner, Scope, SteerFate, TaskSpec } from '../types.ts';
 import { revive, settleLost, type Revived, type ReviveOptions, type SettledChild } from './recover.ts';
-import { adoptChosen, chooseAdoptions, type Adopter } from './adopt.ts';
+import { adoptChosen, chooseAdoptions } from './adopt.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
-import { randomIds, type IdMaker } from '../ids.ts';
-import { silentLogger, type Logger } from '../log.ts';
+import { randomIds } from '../ids.ts';
+import { silentLogger } from '../log.ts';
 import { EventBus } from '../registry/events.ts';
 import type { ChildRecord } from '../child/record.ts';
 import {
@@ -25,56 +26,10 @@ import {
   type TailResult,
 } from '../registry/registry.ts';
 import type { Snapshot } from '../child/snapshot.ts';
+import { combine } from '../telemetry/observer.ts';
+import { Traces } from '../telemetry/traces.ts';
 
-/** Runtime options: one readonly object, each field validated at construction. */
-export interface RuntimeOptions {
-  /** Children one parent runs at once, and the largest batch it may delegate. Default 3. */
-  readonly max_concurrent_children?: number;
-  /** Depth bound: 1 (default) makes first-level children leaves; 2 lets them spawn once more. */
-  readonly max_spawn_depth?: number;
-  /** Finished children kept per owner for late list/tail. Default 100. */
-  readonly retain_finished?: number;
-  /** Undelivered steers one child may hold before more are refused (`queue_full`). Default 64. */
-  readonly max_queued_steers?: number;
-  /** The same bound in UTF-8 bytes. Default 262144 (256 KiB). */
-  readonly max_queued_steer_bytes?: number;
-  /** How long a stopped runner may take to return before it is abandoned. Default 10000 ms. */
-  readonly interrupt_grace_ms?: number;
-  /** Runner for tasks that name none. Default: a scripted runner with no steps. */
-  readonly default_runner?: Runner;
-  /** Extra runner kinds for `agent: {kind, ...}` task specs (scripted is built in). */
-  readonly runner_kinds?: RunnerKinds;
-  readonly clock?: Clock;
-  readonly ids?: IdMaker;
-  readonly logger?: Logger;
-  /** Seam for race tests: awaited at every step boundary and before each completion. */
-  readonly checkpoint?: Checkpoint;
-  /**
-   * Where children are written down, so that a restart forgets none (`openStore(dir)`;
-   * docs/durability.md). Absent: memory only, and the runtime never touches a file.
-   */
-  readonly store?: ChildJournal;
-  /** How often a running child's tail and progress are written at most. Default 200 ms. */
-  readonly checkpoint_ms?: number;
-  /**
-   * With a store: `each_call` (default) commits before delegate/steer/revive return; `by_caller`
-   * leaves the commit to the caller, so that one commit holds the call, its events and its kept
-   * answer (the server's methods commit once, before they reply).
-   */
-  readonly commit?: 'each_call' | 'by_caller';
-  /**
-   * With a store: claims children the last process left running elsewhere (a remote worker's,
-   * which kept running them), so that they continue instead of being settled as lost.
-   */
-  readonly adopt?: Adopter;
-}
-
-export interface DelegateCallOptions {
-  /** Per-child timeout (ms) from the moment each child starts running. */
-  readonly timeout_ms?: number;
-  /** The RPC layer's binding; absent in-process, so such children are never reachable over RPC. */
-  readonly owner?: Owner;
-}
+export type { DelegateCallOptions, RuntimeOptions } from './runtime-options.ts';
 
 export interface Runtime {
   readonly events: EventBus;
@@ -158,28 +113,6 @@ export function positiveInt(name: string, value: unknown, fallback: number, min 
   return value;
 }
 
-/** Every option createRuntime takes: a key not here is a slip (`max_children`), refused by name. */
-const RUNTIME_OPTIONS: Readonly<Record<keyof RuntimeOptions, true>> = {
-  max_concurrent_children: true,
-  max_spawn_depth: true,
-  retain_finished: true,
-  max_queued_steers: true,
-  max_queued_steer_bytes: true,
-  interrupt_grace_ms: true,
-  default_runner: true,
-  runner_kinds: true,
-  clock: true,
-  ids: true,
-  logger: true,
-  checkpoint: true,
-  store: true,
-  checkpoint_ms: true,
-  commit: true,
-  adopt: true,
-};
-
-const DELEGATE_OPTIONS: Readonly<Record<keyof DelegateCallOptions, true>> = { timeout_ms: true, owner: true };
-
 export function createRuntime(options: RuntimeOptions = {}): Runtime {
   refuseUnknownKeys('createRuntime', options, RUNTIME_OPTIONS);
   const limits: Limits = {
@@ -201,6 +134,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     journal,
     options.commit !== 'by_caller',
   );
+  const traces = new Traces();
+  const observer = options.observer ? combine(traces, options.observer) : traces;
   const queues = new Map<string, ChildQueue>();
   const paused = new Set<string>();
   const ownedListeners = new Set<OwnedEventListener>();
@@ -243,6 +178,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     checkpoint: options.checkpoint,
     journal,
     checkpoint_ms: positiveInt('checkpoint_ms', options.checkpoint_ms, 200, 1),
+    observer,
     emit(topic, payload, owner) {
       if (listening(topic)) deliver(topic, payload, owner);
     },
@@ -277,6 +213,16 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     return value;
   };
 
+  const steered = (r: SteerResult): SteerResult => {
+    if (r.status === 'queued') observer.steerQueued(r.subagent_id, r.steer_id, Buffer.byteLength(r.text, 'utf8'), clock.now());
+    else observer.steerRejected(r.subagent_id, r.reason);
+    return r;
+  };
+  const interrupted = (r: InterruptResult): InterruptResult => {
+    observer.interrupted(r.subagent_id, r.found, r.interrupted);
+    return r;
+  };
+
   const interruptAll = (records: Iterable<ChildRecord>): string[] => {
     const out: string[] = [];
     for (const r of [...records]) {
@@ -300,7 +246,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         throw new RangeError(`tail: since must be a non-negative integer, got ${String(since)}`);
       return storedTail(registry.tail(id, since), journal, undefined, since);
     },
-    steer: (id, text) => registry.steer(id, text),
+    steer: (id, text) => steered(registry.steer(id, text)),
     steerCommitted(id, steer_id) {
       const record = registry.get(id);
       const pending = record?.runner.committed?.(id, steer_id);
@@ -311,17 +257,20 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       // delivered or missed like any other (an error would have to mean "no effect").
       const refused = (): SteerFate => {
         const withdrawn = record.withdrawSteer(steer_id);
-        if (withdrawn) journal?.steerWithdrawn(id, steer_id);
+        if (withdrawn) {
+          journal?.steerWithdrawn(id, steer_id);
+          observer.steerWithdrawn(id, steer_id);
+        }
         return withdrawn ? 'refused' : 'queued';
       };
       return pending.then((commit) => (commit === 'refused' ? refused() : commit === 'stored' ? 'queued' : 'uncertain'), refused);
     },
-    interrupt: (id) => registry.interrupt(id),
+    interrupt: (id) => interrupted(registry.interrupt(id)),
     scoped: {
       list: (scope, o) => registry.listScoped(scope, o),
       tail: (scope, id, since) => storedTail(registry.tail(id, since, scope), journal, scope, since),
-      steer: (scope, id, text) => registry.steer(id, text, scope),
-      interrupt: (scope, id) => registry.interrupt(id, scope),
+      steer: (scope, id, text) => steered(registry.steer(id, text, scope)),
+      interrupt: (scope, id) => interrupted(registry.interrupt(id, scope)),
       has: (scope, id) => registry.getScoped(scope, id) !== undefined,
     },
     setPaused(session_id, value) {

@@ -16,6 +16,17 @@ import { errorAnswer, HttpCode, httpError, notFound, send, type Answer } from '.
 import { buildRoutes, match, type Route } from './routes.ts';
 import { SseHub, type SseOptions } from './sse.ts';
 import { DEFAULT_UI_DIR, UiFiles } from './ui.ts';
+import { extract, within } from '../telemetry/context.ts';
+import { httpRequest } from '../telemetry/requests.ts';
+import { metricsRoute } from './metrics.ts';
+
+/** A route's template as docs/http.md writes it: `/v1/sessions/{sid}/subagents/{cid}/steer`. */
+const templates = new WeakMap<Route, string>();
+function templateOf(route: Route): string {
+  let t = templates.get(route);
+  if (t === undefined) templates.set(route, (t = `/${route.path.map((s) => (s.startsWith(':') ? `{${s.slice(1)}}` : s)).join('/')}`));
+  return t;
+}
 
 export interface HttpApiOptions {
   readonly token: string;
@@ -25,6 +36,11 @@ export interface HttpApiOptions {
   /** Unsent bytes one event stream may hold (the WebSocket's bound). Default 8 MiB. */
   readonly max_outbound_bytes?: number;
   readonly sse?: Omit<SseOptions, 'max_outbound_bytes'>;
+  /**
+   * A bearer token that reads `GET /metrics` and nothing else (the server token reads it too).
+   * `/metrics` is served when the server keeps metrics (ServerOptions.metrics).
+   */
+  readonly metrics_token?: string;
 }
 
 export interface HttpApi {
@@ -39,6 +55,8 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
   const maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
   const sse = new SseHub(server, opts.logger, { ...opts.sse, max_outbound_bytes: maxOut });
   const ui = new UiFiles(opts.ui_dir ?? DEFAULT_UI_DIR, opts.token, check);
+  const metrics = server.metrics ? metricsRoute(server.metrics, check, opts.metrics_token) : undefined;
+  server.metrics?.addSources({ sseSubscribers: () => sse.size });
   let dashboard = false;
   void ui.present().then((yes) => (dashboard = yes));
   const routes: Route[] = buildRoutes({
@@ -70,7 +88,20 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
       if (!read.ok) return read.answer;
       body = read.value;
     } else req.resume();
-    return handler({ req, res, ctx, url, params: found.params, body });
+    const call = { req, res, ctx, url, params: found.params, body };
+    // The event stream outlives any trace: it gets no request span.
+    if (found.route.stream === true) return handler(call);
+    const request = httpRequest(method, templateOf(found.route), found.params.sid, extract(req.headers));
+    return Promise.resolve(within(request.ctx, () => handler(call))).then(
+      (a) => {
+        request.end(undefined, a === 'streamed' ? 200 : a.status);
+        return a;
+      },
+      (err: unknown) => {
+        request.end(err instanceof RpcError ? err.code : RpcCode.InternalError);
+        throw err;
+      },
+    );
   };
 
   const handle: RequestHandler = (req, res, ctx) => {
@@ -95,6 +126,7 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
         req.resume();
         return reply({ status: 200, body: { status: 'ok', version: VERSION } });
       }
+      if (path === '/metrics' && metrics) return metrics(req, res, closing);
       if (path === '/') {
         req.resume();
         return reply({ status: 302, body: {}, headers: { Location: '/ui/' } });

@@ -36,6 +36,8 @@ export type Handler = (call: Call) => Answer | 'streamed' | Promise<Answer | 'st
 export interface Route {
   readonly path: readonly string[];
   readonly methods: Readonly<Partial<Record<'GET' | 'POST' | 'DELETE', Handler>>>;
+  /** An event stream: long-lived, so no request span. */
+  readonly stream?: boolean;
 }
 
 export interface RouteDeps {
@@ -344,6 +346,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     },
     {
       path: ['v1', 'sessions', ':sid', 'events'],
+      stream: true,
       methods: {
         GET: (call) => {
           const cursor = cursorOf(call.req, call.url.searchParams);

@@ -11,6 +11,8 @@
 // replies and events go out from microtasks and runtime callbacks, where an exception would end
 // the process (and every session) or stop an event from reaching the rest of its slot. A failure
 // there is logged (type and message only) and costs that one message on this connection at worst.
+import { fromMeta, within } from '../telemetry/context.ts';
+import { rpcRequest } from '../telemetry/requests.ts';
 import { isThenable } from '../guards.ts';
 import type { Logger } from '../log.ts';
 import type { CallContext, ServerLimits, Services } from '../server/context.ts';
@@ -52,6 +54,11 @@ export class Connection {
   #resolveClosed!: () => void;
   /** Resolves once the connection has closed, from either side. */
   readonly whenClosed: Promise<void> = new Promise((resolve) => (this.#resolveClosed = resolve));
+
+  /** What carries it (ws, stdio), if its transport says. */
+  get kind(): Transport['kind'] {
+    return this.#transport.kind;
+  }
 
   constructor(
     id: string,
@@ -214,12 +221,31 @@ export class Connection {
   }
 
   #run(call: Call): Reply {
+    const method = this.#methods.get(call.method);
+    // `_meta` (MCP's and ACP's convention) is accepted on every method and never reaches its
+    // schema: it carries the caller's trace context, and anything wrong in it is ignored.
+    const meta: unknown = call.params._meta;
+    let params = call.params;
+    if (meta !== undefined) {
+      const { _meta: _dropped, ...rest } = params;
+      params = rest;
+    }
+    if (call.id === undefined) return this.#call(call, method, params);
+    const request = rpcRequest(method ? call.method : '_OTHER', this.#transport.kind ?? 'memory', params.session_id, fromMeta(meta));
+    const ended = (r: Response | null): Response | null => {
+      request.end(r && 'error' in r ? r.error.code : undefined);
+      return r;
+    };
+    const reply = within(request.ctx, () => this.#call(call, method, params));
+    return reply instanceof Promise ? reply.then(ended) : ended(reply);
+  }
+
+  #call(call: Call, method: RpcMethod | undefined, params: Record<string, unknown>): Reply {
     let result: unknown;
     try {
-      const method = this.#methods.get(call.method);
       if (!method) throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${call.method.slice(0, 100)}`);
-      // call.params is always an object here (jsonrpc.ts); the method's schema checks the rest.
-      result = method.call(call.params, this.#ctx);
+      // params is always an object here (jsonrpc.ts); the method's schema checks the rest.
+      result = method.call(params, this.#ctx);
       // Anything `await` would wait for is waited for (a Promise or any other thenable).
       if (isThenable(result)) {
         return Promise.resolve(result).then(

@@ -21,6 +21,21 @@ export class RpcServer extends ServerHub {
   readonly #connections = new Map<string, Connection>();
   #nextConnection = 0;
 
+  constructor(options: ServerOptions = {}) {
+    super(options);
+    this.metrics?.addSources({
+      connections: () => {
+        let ws = 0;
+        let stdio = 0;
+        for (const c of this.#connections.values()) {
+          if (c.kind === 'ws') ws++;
+          else if (c.kind === 'stdio') stdio++;
+        }
+        return { ws, stdio };
+      },
+    });
+  }
+
   get connectionCount(): number {
     return this.#connections.size;
   }

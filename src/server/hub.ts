@@ -26,6 +26,8 @@ import { wirePayload } from './wire-events.ts';
 import { memoryStore } from '../store/memory.ts';
 import type { Recovered, ServerStore } from '../store/types.ts';
 import { reconcile } from './reconcile.ts';
+import { combine } from '../telemetry/observer.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 
 export { DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES, type ServerOptions } from './options.ts';
 
@@ -52,6 +54,8 @@ interface Peer {
 
 export class ServerHub {
   readonly runtime: Runtime;
+  /** The server's Prometheus metrics, when it keeps them (ServerOptions.metrics). */
+  readonly metrics: Metrics | undefined;
   readonly sessions: SessionStore;
   readonly limits: ServerLimits;
   /**
@@ -101,6 +105,24 @@ export class ServerHub {
       clock: this.#clock,
       ids,
       logger: this.#logger,
+      ...(options.metrics ? { observer: options.runtime?.observer ? combine(options.runtime.observer, options.metrics) : options.metrics } : {}),
+    });
+    this.metrics = options.metrics;
+    options.metrics?.addSources({
+      sessions: () => {
+        let live = 0;
+        let parked = 0;
+        for (const s of this.sessions.all()) {
+          if (s.slot.size > 0) live++;
+          else parked++;
+        }
+        return { live, parked };
+      },
+      replayRingBytes: () => {
+        let bytes = 0;
+        for (const s of this.sessions.all()) bytes += s.replay.bytes;
+        return bytes;
+      },
     });
     this.limits = {
       max_message_bytes: options.max_message_bytes ?? 1024 * 1024,

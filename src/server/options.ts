@@ -1,5 +1,6 @@
 // What a server is made with: its options, their defaults and bounds.
 import type { Clock } from '../clock.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 import type { Runner } from '../types.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import type { IdMaker } from '../ids.ts';
@@ -25,6 +26,11 @@ export function boundedInt(name: string, value: number | undefined, fallback: nu
 }
 
 export interface ServerOptions {
+  /**
+   * The server's Prometheus metrics (telemetry/metrics.ts): its registry is fed by the runtime
+   * and read at scrape time. Absent: none are kept.
+   */
+  readonly metrics?: Metrics;
   readonly max_concurrent_children?: number;
   readonly max_spawn_depth?: number;
   /** Largest stdio line / WebSocket frame accepted. Default 1 MiB. */

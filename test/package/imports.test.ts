@@ -75,6 +75,7 @@ const graph = importGraph(files, (f) => readFileSync(join(SRC, f), 'utf8'));
 const ROOMS = [
   'contract',
   'foundation',
+  'telemetry',
   'child',
   'registry',
   'delegation',
@@ -107,7 +108,7 @@ function roomOf(f: string): Room | `unknown room ${string}` {
   return isRoom(top) ? top : `unknown room ${top}`;
 }
 
-const BELOW_SURFACES = ['server', 'delegation', 'registry', 'child', 'foundation', 'contract'] as const;
+const BELOW_SURFACES = ['server', 'delegation', 'registry', 'child', 'telemetry', 'foundation', 'contract'] as const;
 
 /**
  * Which rooms each room may import, besides itself: every arrow points down. The ground floor
@@ -118,20 +119,22 @@ const BELOW_SURFACES = ['server', 'delegation', 'registry', 'child', 'foundation
 const ALLOWED: Readonly<Record<Room, readonly Room[]>> = {
   contract: [],
   foundation: ['contract'],
+  // Traces and metrics: told by the runtime and the surfaces, knowing none of them.
+  telemetry: ['foundation', 'contract'],
   child: ['foundation', 'contract'],
   registry: ['child', 'foundation', 'contract'],
-  delegation: ['registry', 'child', 'foundation', 'contract'],
-  agent: ['delegation', 'registry', 'child', 'foundation', 'contract'],
+  delegation: ['registry', 'child', 'telemetry', 'foundation', 'contract'],
+  agent: ['delegation', 'registry', 'child', 'telemetry', 'foundation', 'contract'],
   store: ['foundation', 'contract'],
-  server: ['store', 'delegation', 'registry', 'child', 'foundation', 'contract'],
+  server: ['store', 'delegation', 'registry', 'child', 'telemetry', 'foundation', 'contract'],
   rpc: [...BELOW_SURFACES],
   http: [...BELOW_SURFACES],
   acp: ['rpc', ...BELOW_SURFACES],
   mcp: ['rpc', ...BELOW_SURFACES],
-  remote: ['delegation', 'registry', 'child', 'foundation', 'contract'],
+  remote: ['delegation', 'registry', 'child', 'telemetry', 'foundation', 'contract'],
   // The control plane's JetStream store (remote/control/state/) is the store's working copy.
-  'remote/control': ['remote', 'store', 'delegation', 'registry', 'child', 'foundation', 'contract'],
-  'remote/worker': ['remote', 'delegation', 'registry', 'child', 'foundation', 'contract'],
+  'remote/control': ['remote', 'store', 'delegation', 'registry', 'child', 'telemetry', 'foundation', 'contract'],
+  'remote/worker': ['remote', 'delegation', 'registry', 'child', 'telemetry', 'foundation', 'contract'],
   testing: ['rpc', 'delegation', 'foundation', 'contract'],
   face: ['agent', 'store', 'server', 'rpc', 'http', 'acp', 'mcp', 'remote', 'remote/control', 'remote/worker', 'testing', ...BELOW_SURFACES],
   cli: ['face', 'agent', 'store', 'server', 'rpc', 'http', 'acp', 'mcp', 'remote', 'remote/control', 'remote/worker', ...BELOW_SURFACES],

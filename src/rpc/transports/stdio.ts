@@ -106,6 +106,7 @@ export function stdioTransport(opts: StdioOptions): StdioTransport {
   };
 
   const t: StdioTransport = {
+    kind: 'stdio',
     send(text) {
       if (closed) return;
       if (pending.length + text.length >= JOIN_LIMIT) {

@@ -185,6 +185,7 @@ function wsTransport(ws: WebSocket, socket: Duplex, bound: { max_bytes: number; 
     ws.send(text);
   };
   const t: Transport = {
+    kind: 'ws',
     send(text) {
       if (closed || ws.readyState !== ws.OPEN) return;
       backlog.send(() => write(text));

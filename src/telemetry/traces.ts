@@ -1,0 +1,209 @@
+// The OpenTelemetry side of the runtime, through @opentelemetry/api only: `subrun.delegation` per
+// delegate call, `invoke_agent` per child (created -> entry sealed), `chat {model}` per model
+// request and `execute_tool {name}` per tool call, with the GenAI conventions' names. Every span
+// is started with an explicit parent kept here (a child's delegation, a spawn's child or tool
+// span), so the tree is the subagent tree across p-queue, timers and NATS, with or without a
+// context manager. No content is ever recorded: the goal alone, cut to 120 characters.
+import { INVALID_SPAN_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import type { CompletionEntry } from '../types.ts';
+import { ambient, inject, requestSpan, tracer } from './context.ts';
+import type { ChatEnd, ChatRequest, ChildFacts, DelegationFacts, Ending, RunTelemetry, RuntimeObserver } from './observer.ts';
+
+export const GOAL_CHARS = 120;
+const FAILED = new Set(['failed', 'error', 'timeout']);
+
+interface Open {
+  readonly span: Span;
+  readonly ctx: Context;
+}
+
+interface ChildSpan extends Open {
+  /** Tool spans open now, innermost last: a spawn from inside a tool hangs under it. */
+  readonly tools: Open[];
+}
+
+function open(name: string, kind: SpanKind, attributes: Attributes, parent: Context): Open {
+  const span = tracer.startSpan(name, { kind, attributes }, parent);
+  return { span, ctx: trace.setSpan(parent, span) };
+}
+
+/** The runtime's spans. One per runtime; state only for live children and open delegations. */
+export class Traces implements RuntimeObserver {
+  readonly #children = new Map<string, ChildSpan>();
+  readonly #delegations = new Map<string, Open>();
+  /** Queued steers' acceptance time (ms), for the delivered event's wait. */
+  readonly #steers = new Map<string, number>();
+
+  delegated(d: DelegationFacts): void {
+    const parentChild = d.parent_id === null ? undefined : this.#children.get(d.parent_id);
+    const parent = parentChild ? (parentChild.tools.at(-1)?.ctx ?? parentChild.ctx) : ambient();
+    const attributes: Attributes = { 'subrun.delegation.id': d.delegation_id, 'subrun.delegation.task_count': d.task_count };
+    if (d.session_id !== undefined) attributes['gen_ai.conversation.id'] = d.session_id;
+    if (d.parent_id !== null) attributes['subrun.parent.id'] = d.parent_id;
+    this.#delegations.set(d.delegation_id, open('subrun.delegation', SpanKind.INTERNAL, attributes, parent));
+  }
+
+  created(c: ChildFacts): void {
+    const parent = this.#delegations.get(c.delegation_id)?.ctx ?? ambient();
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.provider.name': 'subrun',
+      'gen_ai.agent.id': c.subagent_id,
+      'gen_ai.request.model': c.model,
+      'subrun.depth': c.depth,
+      'subrun.delegation.id': c.delegation_id,
+      'subrun.task_index': c.task_index,
+      'subrun.goal': c.goal.length > GOAL_CHARS ? c.goal.slice(0, GOAL_CHARS) : c.goal,
+      'subrun.remote': c.runner?.place !== undefined,
+    };
+    if (c.owner !== undefined) attributes['gen_ai.conversation.id'] = c.owner.session_id;
+    if (c.parent_id !== null) attributes['subrun.parent.id'] = c.parent_id;
+    this.#children.set(c.subagent_id, { ...open('invoke_agent', SpanKind.INTERNAL, attributes, parent), tools: [] });
+  }
+
+  started(c: ChildFacts): void {
+    this.#children.get(c.subagent_id)?.span.addEvent('subrun.started');
+  }
+
+  finished(c: ChildFacts, entry: CompletionEntry): void {
+    const child = this.#children.get(c.subagent_id);
+    if (!child) return;
+    this.#children.delete(c.subagent_id);
+    const { span } = child;
+    // In acceptance order, at the seal: the entry lists them so.
+    for (const m of entry.missed_steer_detail ?? []) {
+      this.#steers.delete(m.steer_id);
+      span.addEvent('subrun.steer.missed', { 'subrun.steer.id': m.steer_id, 'subrun.steer.maybe_delivered': m.maybe_delivered });
+    }
+    for (const t of child.tools) t.span.end();
+    span.setAttributes({
+      'subrun.status': entry.status,
+      'subrun.exit_reason': entry.exit_reason,
+      'subrun.api_calls': entry.api_calls,
+      'subrun.tool_count': entry.tool_trace.length,
+      'gen_ai.usage.input_tokens': entry.tokens.input,
+      'gen_ai.usage.output_tokens': entry.tokens.output,
+    });
+    if (FAILED.has(entry.status)) {
+      span.setAttribute('error.type', entry.status);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.end();
+  }
+
+  delegationDone(delegation_id: string, entries: readonly CompletionEntry[]): void {
+    const d = this.#delegations.get(delegation_id);
+    if (!d) return;
+    this.#delegations.delete(delegation_id);
+    if (entries.some((e) => FAILED.has(e.status))) d.span.setStatus({ code: SpanStatusCode.ERROR });
+    d.span.end();
+  }
+
+  steerQueued(subagent_id: string, steer_id: string, bytes: number, at: number): void {
+    requestSpan()?.setAttributes({ 'subrun.steer.fate': 'queued', 'subrun.steer.id': steer_id });
+    const child = this.#children.get(subagent_id);
+    if (!child) return;
+    this.#steers.set(steer_id, at);
+    child.span.addEvent('subrun.steer.queued', { 'subrun.steer.id': steer_id, 'subrun.steer.bytes': bytes });
+  }
+
+  steerDelivered(subagent_id: string, steer_id: string, at: number): void {
+    const queued = this.#steers.get(steer_id);
+    this.#steers.delete(steer_id);
+    const attributes: Attributes = { 'subrun.steer.id': steer_id };
+    if (queued !== undefined) attributes['subrun.steer.wait_ms'] = Math.max(0, at - queued);
+    this.#children.get(subagent_id)?.span.addEvent('subrun.steer.delivered', attributes);
+  }
+
+  steerWithdrawn(_subagent_id: string, steer_id: string): void {
+    this.#steers.delete(steer_id);
+  }
+
+  steerRejected(): void {
+    requestSpan()?.setAttribute('subrun.steer.fate', 'rejected');
+  }
+
+  interrupted(target: string, found: boolean, reached: readonly string[]): void {
+    requestSpan()?.setAttributes({ 'subrun.interrupt.found': found, 'subrun.interrupt.count': reached.length });
+    for (const id of reached) this.#children.get(id)?.span.addEvent('subrun.interrupt', { 'subrun.interrupt.target': target });
+  }
+
+  run(c: ChildFacts): RunTelemetry {
+    return runOf(() => this.#children.get(c.subagent_id));
+  }
+
+  /** A child's span that is not this runtime's: a worker's runner parents on the context its assignment carried. */
+  static runUnder(ctx: Context): RunTelemetry {
+    const child: ChildSpan = { span: trace.getSpan(ctx) ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT), ctx, tools: [] };
+    return runOf(() => child);
+  }
+}
+
+function runOf(child: () => ChildSpan | undefined): RunTelemetry {
+  return {
+    chat: (request) => chatSpan(child(), request),
+    tool(name, call_id) {
+      const c = child();
+      if (!c) return { end() {} };
+      const attributes: Attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.type': 'function' };
+      if (call_id !== undefined && call_id !== '') attributes['gen_ai.tool.call.id'] = call_id;
+      const t = open(`execute_tool ${name}`, SpanKind.INTERNAL, attributes, c.ctx);
+      c.tools.push(t);
+      let ended = false;
+      return {
+        end(ok) {
+          if (ended) return;
+          ended = true;
+          const i = c.tools.indexOf(t);
+          if (i >= 0) c.tools.splice(i, 1);
+          if (!ok) {
+            t.span.setAttribute('error.type', 'tool_error');
+            t.span.setStatus({ code: SpanStatusCode.ERROR });
+          }
+          t.span.end();
+        },
+      };
+    },
+    inject(carrier) {
+      const c = child();
+      if (c) inject(c.tools.at(-1)?.ctx ?? c.ctx, carrier);
+    },
+    spawnContext() {
+      const c = child();
+      return c ? (c.tools.at(-1)?.ctx ?? c.ctx) : undefined;
+    },
+  };
+}
+
+function chatSpan(child: ChildSpan | undefined, request: ChatRequest): Ending<ChatEnd> {
+  if (!child) return { end() {} };
+  const attributes: Attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': request.model };
+  try {
+    const url = new URL(request.base_url);
+    attributes['server.address'] = url.hostname;
+    attributes['server.port'] = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  } catch {
+    // A base URL the request itself would refuse: the span names no server.
+  }
+  // The child's own span says who it talks to once it talks to a model.
+  child.span.setAttribute('gen_ai.provider.name', 'openai');
+  const { span } = open(`chat ${request.model}`, SpanKind.CLIENT, attributes, child.ctx);
+  return {
+    end(r) {
+      if (r.outcome === 'ok') {
+        span.setAttributes({
+          'gen_ai.usage.input_tokens': r.input_tokens,
+          'gen_ai.usage.output_tokens': r.output_tokens,
+          'gen_ai.response.finish_reasons': r.finish_reason === null ? [] : [r.finish_reason],
+        });
+        if (r.response_model !== undefined) span.setAttribute('gen_ai.response.model', r.response_model);
+        if (r.response_id !== undefined) span.setAttribute('gen_ai.response.id', r.response_id);
+      } else if (r.outcome === 'cancelled') span.setAttribute('subrun.cancelled', true);
+      else {
+        span.setAttribute('error.type', r.error_type);
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      span.end();
+    },
+  };
+}
