@@ -1,12 +1,12 @@
-// The adapter's own connection to the RPC server, over an in-memory transport: every call the
-// adapter makes for an IDE goes through the same dispatch, authority checks (the session's slot
-// and generation), limits and error codes as a host's call, and the sessions' events reach it as
-// they reach any host. The adapter translates; the server decides.
+// A surface's own connection to the RPC server (ACP's, MCP's), over an in-memory transport: every
+// call a surface makes for its client goes through the same dispatch, authority checks (the
+// session's slot and generation), limits and error codes as a host's call, and the sessions'
+// events reach it as they reach any host. The surface translates; the server decides.
 import type { z } from 'zod';
 import { resultSchemas, type MethodName, type ParamsOf, type ResultOf } from '../contract/methods.ts';
 import { RpcCode, RpcError } from '../server/errors.ts';
-import { memoryPair, type MemoryClient } from '../rpc/transports/memory.ts';
-import type { Transport } from '../rpc/transports/transport.ts';
+import { memoryPair, type MemoryClient } from './transports/memory.ts';
+import type { Transport } from './transports/transport.ts';
 
 /** One `event` notification's params, as the server sends them. */
 export interface RpcEvent {
