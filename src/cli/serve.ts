@@ -1,6 +1,7 @@
-// `subrun serve`: the JSON-RPC server over stdio or WebSocket, or the Agent Client Protocol adapter
-// over stdio (--acp, for IDEs). stdout of --stdio and --acp carries the protocol alone; everything
-// human-readable and every log line goes to stderr.
+// `subrun serve`: the JSON-RPC server over stdio or WebSocket (with Streamable HTTP MCP at /mcp),
+// the Agent Client Protocol adapter over stdio (--acp, for IDEs), or the Model Context Protocol
+// surface over stdio (--mcp, for MCP hosts). stdout of --stdio, --acp and --mcp carries the
+// protocol alone; everything human-readable and every log line goes to stderr.
 //
 // One shutdown path, whatever starts it (SIGTERM, SIGINT, the host closing stdin; a repeated
 // signal joins the shutdown already running): stop taking connections, stop every child and send
@@ -10,6 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import type { AcpStdio } from '../acp/stdio.ts';
+import type { McpHttp } from '../mcp/http.ts';
+import type { McpStdio } from '../mcp/stdio.ts';
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagValues } from './flags.ts';
 import { SERVE_FLAGS } from './serve-flags.ts';
 
@@ -29,11 +32,13 @@ import { createHttpApi } from '../http/api.ts';
 import type { SqliteStore } from '../store/sqlite.ts';
 import { defaultStateDir } from './state-dir.ts';
 
-const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp [options]
+const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp | --mcp [options]
 
 The server for hosts. --stdio serves one JSON-RPC host over this process's stdin and stdout;
---ws serves any number of hosts on ws://HOST:PORT/ with a token (docs/protocol.md); --acp serves
-an IDE over stdin and stdout with the Agent Client Protocol (docs/acp.md).`;
+--ws serves any number of hosts on ws://HOST:PORT/ with a token (docs/protocol.md), and MCP hosts
+on http://HOST:PORT/mcp with the same token (Streamable HTTP, docs/mcp.md); --acp serves an IDE
+over stdin and stdout with the Agent Client Protocol (docs/acp.md); --mcp serves an MCP host
+(Claude Code, Claude Desktop, Cursor, VS Code) over stdin and stdout (docs/mcp.md).`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -44,7 +49,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   const { values: v, positionals, sources } = parseFlags(argv, SERVE_FLAGS);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  if ([v.stdio, v.ws, v.acp].filter(Boolean).length !== 1) throw new UsageError('serve needs exactly one of --stdio, --ws or --acp');
+  if ([v.stdio, v.ws, v.acp, v.mcp].filter(Boolean).length !== 1) throw new UsageError('serve needs exactly one of --stdio, --ws, --acp or --mcp');
   const level = v['log-level'] ?? 'warn';
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   const openai = modelConfig(v, sources);
@@ -121,6 +126,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
   let listener: WsListener | undefined;
   let stdio: StdioTransport | undefined;
   let acp: AcpStdio | undefined;
+  let mcp: McpStdio | undefined;
+  let mcpHttp: McpHttp | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (why: string) => {
     stopping ??= (async () => {
@@ -128,6 +135,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
       listener?.stopAccepting();
       // ACP: every turn cancelled and answered, each after its children's terminal updates.
       await acp?.settle(grace);
+      // MCP: no more delegations; the waiting calls answer as their children's completions come.
+      mcp?.settle();
+      mcpHttp?.settle();
       // Every child stopped and its completion sent; every connection closed behind it.
       await server.shutdown();
       // Children left running on workers: what their workers send now waits for the next process.
@@ -137,9 +147,12 @@ export async function serve(argv: readonly string[]): Promise<number> {
       // After the shutdown settled everything, before the link closes: a standby takes over now.
       await lead?.lease.release();
       await remote?.close();
+      // Every MCP answer written on its stream before the listener gives its peers the grace.
+      await mcpHttp?.finish(grace);
       if (listener) await listener.close();
       else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
       else if (acp) await acp.finish(grace);
+      else if (mcp) await mcp.finish(grace);
       // Nothing is owed to anyone any more. Whatever still holds the event loop (a write to a
       // stdout nobody reads, a runner abandoned with a request in flight) must not hold the
       // process: an unref'd timer fires only if something else keeps the loop alive.
@@ -150,6 +163,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   // The ACP SDK is loaded only to serve ACP: it is most of what `serve --ws` would load at start
   // otherwise (bench/cases/startup.ts).
   const acpModule = v.acp ? await import('../acp/stdio.ts') : undefined;
+  const mcpModule = v.mcp ? await import('../mcp/stdio.ts') : undefined;
   const done = new Promise<void>((resolve) => {
     // `on`, not `once`: a second signal must not fall through to the default action (death by
     // signal, with completions still unsent); the shutdown running already is bounded.
@@ -184,6 +198,19 @@ export async function serve(argv: readonly string[]): Promise<number> {
       // stdout failed (the IDE went away): nothing can reach it any more; shut down the same way.
       void acp.closed.then(() => stop('acp connection closed')).then(resolve);
     }
+    if (mcpModule) {
+      // The same rule again: the host closing stdin ends the server, after every answer it is owed.
+      mcp = mcpModule.mcpStdio({
+        server,
+        input: process.stdin,
+        output: process.stdout,
+        max_message_bytes: server.limits.max_message_bytes,
+        logger,
+        onInputEnd: () => void stop('stdin closed').then(resolve),
+      });
+      // A line past the SDK's buffer, or stdout failed: the connection is gone; shut down the same way.
+      void mcp.closed.then(() => stop('mcp connection closed')).then(resolve);
+    }
   });
 
   if (v.ws) {
@@ -191,10 +218,25 @@ export async function serve(argv: readonly string[]): Promise<number> {
     const token = v.token ?? randomBytes(24).toString('base64url');
     const maxOut = v['max-outbound-bytes'];
     // One listener: the WebSocket, the HTTP API, its event streams and the dashboard.
-    const http = createHttpApi(server, { token, logger, ui_dir: v['ui-dir'], max_outbound_bytes: maxOut });
+    const host = v.host ?? '127.0.0.1';
+    // MCP over Streamable HTTP at /mcp on the same listener; its SDK is loaded on the first request there.
+    const { mcpHttp: makeMcpHttp } = await import('../mcp/http.ts');
+    mcpHttp = makeMcpHttp({
+      server,
+      token,
+      logger,
+      max_message_bytes: server.limits.max_message_bytes,
+      park_ttl_ms: server.limits.park_ttl_ms,
+      replay_events: server.limits.replay_events,
+      replay_bytes: server.limits.replay_bytes,
+      loopback: isLoopback(host),
+    });
+    const http = createHttpApi(server, { token, logger, ui_dir: v['ui-dir'], max_outbound_bytes: maxOut, features: { mcp: true } });
+    const rest = http.handle;
+    const onRequest: typeof rest = (req, res, ctx) => (mcpHttp?.owns(req) ? mcpHttp.handle(req, res, ctx) : rest(req, res, ctx));
     listener = await listenWs(
       {
-        host: v.host ?? '127.0.0.1',
+        host,
         port: v.port ?? 8787,
         token,
         allow_origins: v['allow-origin'] ?? [],
@@ -203,7 +245,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
         max_outbound_bytes: maxOut,
         shutdown_grace_ms: grace,
         logger,
-        onRequest: http.handle,
+        onRequest,
       },
       (t) => server.connect(t),
     );
@@ -216,7 +258,6 @@ export async function serve(argv: readonly string[]): Promise<number> {
     // printed anyway (below), so its link is whole; one the user chose is never echoed to a log.
     const dashboard = `${listener.url.replace(/^ws:/, 'http:')}ui/`;
     process.stderr.write(`subrun dashboard: ${dashboard}?token=${generated ? encodeURIComponent(token) : '<your --token>'}\n`);
-    const host = v.host ?? '127.0.0.1';
     if (!isLoopback(host)) {
       process.stderr.write(`subrun: warning: listening on ${host}, not loopback: any host that can reach it may try the token\n`);
     }

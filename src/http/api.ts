@@ -25,6 +25,8 @@ export interface HttpApiOptions {
   /** Unsent bytes one event stream may hold (the WebSocket's bound). Default 8 MiB. */
   readonly max_outbound_bytes?: number;
   readonly sse?: Omit<SseOptions, 'max_outbound_bytes'>;
+  /** What other surfaces on the listener add to `features` (e.g. `mcp: true` for /mcp). */
+  readonly features?: Readonly<Record<string, boolean>>;
 }
 
 export interface HttpApi {
@@ -45,7 +47,15 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     server,
     sse,
     max_outbound_bytes: maxOut,
-    features: () => ({ sse: true, resume: true, idempotency: true, session_idle: true, single_user: server.services.single_user, dashboard }),
+    features: () => ({
+      sse: true,
+      resume: true,
+      idempotency: true,
+      session_idle: true,
+      single_user: server.services.single_user,
+      dashboard,
+      ...opts.features,
+    }),
   });
 
   const api = async (req: IncomingMessage, res: ServerResponse, ctx: ListenerContext, url: URL): Promise<Answer | 'streamed'> => {

@@ -30,15 +30,18 @@ export class RpcLink {
   readonly #client: MemoryClient;
   readonly #pending = new Map<number, Pending>();
   readonly #onEvent: (event: RpcEvent) => void;
+  readonly #onClose: (() => void) | undefined;
   #next = 0;
   #closed = false;
 
   /**
    * `server` is the RpcServer, or anything that serves a transport as one does; `onEvent` runs
-   * synchronously as the server sends each event, in the server's order.
+   * synchronously as the server sends each event, in the server's order; `onClose` once, when the
+   * link is gone (closed here or by the server's shutdown), after every pending call was rejected.
    */
-  constructor(server: { connect(transport: Transport): unknown }, onEvent: (event: RpcEvent) => void) {
+  constructor(server: { connect(transport: Transport): unknown }, onEvent: (event: RpcEvent) => void, onClose?: () => void) {
     this.#onEvent = onEvent;
+    this.#onClose = onClose;
     const { server: transport, client } = memoryPair();
     client.onmessage = (text) => this.#receive(text);
     client.onclose = () => this.#closedByServer();
@@ -121,5 +124,10 @@ export class RpcLink {
     this.#closed = true;
     for (const w of this.#pending.values()) w.reject(new RpcError(RpcCode.ShuttingDown, 'server is shutting down'));
     this.#pending.clear();
+    this.#onClose?.();
+  }
+
+  get closed(): boolean {
+    return this.#closed;
   }
 }
