@@ -10,7 +10,13 @@ export const SERVE_FLAGS = [
   { flag: 'mcp', env: 'SUBRUN_MCP', kind: 'bool', help: 'serve an MCP host over stdin/stdout with the Model Context Protocol (docs/mcp.md)' },
   { flag: 'host', env: 'SUBRUN_HOST', kind: 'string', arg: 'H', help: 'WebSocket bind address (default 127.0.0.1)' },
   { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535, help: 'WebSocket port, 0 for any free one (default 8787)' },
-  { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string', arg: 'T', help: 'the token every WebSocket upgrade and /mcp request must carry (default: made up, printed to stderr)' },
+  {
+    flag: 'token',
+    env: 'SUBRUN_TOKEN',
+    kind: 'string',
+    arg: 'T',
+    help: 'the token every WebSocket upgrade and /mcp request must carry (default: made up, printed to stderr)',
+  },
   { flag: 'allow-origin', env: 'SUBRUN_ALLOW_ORIGIN', kind: 'list', arg: 'O[,O]', help: "more allowed browser origins (default: the server's own)" },
   {
     flag: 'max-concurrent-children',

@@ -57,14 +57,16 @@ export class McpSessions {
       const entry = this.#sessions.get(sid);
       if (!entry) {
         req.resume();
-        return refuse(res, 404, 'Session not found');
+        refuse(res, 404, 'Session not found');
+        return;
       }
       this.#hold(sid, entry, res);
       return entry.transport.handleRequest(req, res);
     }
     if (req.method !== 'POST') {
       req.resume();
-      return refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required');
+      refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required');
+      return;
     }
     // Maybe an initialize: a transport and a surface that become a session only if it is one.
     const surface = createSurface(this.#opts);

@@ -59,21 +59,25 @@ export function mcpHttp(opts: McpHttpOptions): McpHttp {
     handle(req, res, ctx) {
       if (!check.token(bearerOf(req))) {
         req.resume();
-        return refuse(res, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer' });
+        refuse(res, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer' });
+        return;
       }
       const origin = req.headers.origin;
       if (origin !== undefined && !ctx.isAllowedOrigin(origin)) {
         req.resume();
-        return refuse(res, 403, 'Forbidden: origin not allowed');
+        refuse(res, 403, 'Forbidden: origin not allowed');
+        return;
       }
       const host = req.headers.host;
       if (opts.loopback && (host === undefined || !isLoopback(hostName(host)))) {
         req.resume();
-        return refuse(res, 403, 'Forbidden: host not allowed');
+        refuse(res, 403, 'Forbidden: host not allowed');
+        return;
       }
       if (!ctx.accepting) {
         req.resume();
-        return refuse(res, 503, 'Service Unavailable: shutting down', { Connection: 'close' });
+        refuse(res, 503, 'Service Unavailable: shutting down', { Connection: 'close' });
+        return;
       }
       sessions()
         .then((s) => s.handle(req, res, ctx))

@@ -63,7 +63,13 @@ async function read(s: McpSession, uri: string): Promise<ReadResourceResult> {
 
 function listed(s: McpSession, c: Snapshot): Resource[] {
   return [
-    { uri: childUri(s.id, c.subagent_id), name: c.subagent_id, title: c.goal.slice(0, 120), mimeType: 'application/json', description: `snapshot (${c.status})` },
+    {
+      uri: childUri(s.id, c.subagent_id),
+      name: c.subagent_id,
+      title: c.goal.slice(0, 120),
+      mimeType: 'application/json',
+      description: `snapshot (${c.status})`,
+    },
     { uri: tailUri(s.id, c.subagent_id), name: `${c.subagent_id} tail`, mimeType: 'text/plain', description: 'the last 16 KiB of its transcript' },
   ];
 }

@@ -20,7 +20,8 @@ export function refusal(error: ToolError): CallToolResult {
 
 /** Anything a tool's RPC calls threw, as the refusal the host reads. */
 export function refusalOf(err: unknown, logger: Logger): CallToolResult {
-  if (err instanceof RpcError) return refusal(err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data });
+  if (err instanceof RpcError)
+    return refusal(err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data });
   logger.error({ err }, 'mcp tool call failed');
   return refusal({ code: RpcCode.InternalError, message: 'Internal error' });
 }
@@ -29,7 +30,7 @@ export const shuttingDown = (): CallToolResult => refusal({ code: RpcCode.Shutti
 
 /** UTF-8 bytes of a call's arguments as JSON: the bound of one call, like a stdio line or a frame. */
 export function argumentsBytes(args: unknown): number {
-  return Buffer.byteLength(JSON.stringify(args) ?? '', 'utf8');
+  return Buffer.byteLength(JSON.stringify(args), 'utf8');
 }
 
 export const tooLarge = (max_message_bytes: number): CallToolResult =>

@@ -83,7 +83,7 @@ function branchSchema(b: Branch): Record<string, unknown> {
 }
 
 /** The output schema: the success fields optional beside `error`, and the JSON Schema's `anyOf` of the branches. */
-function orError<S extends z.core.$ZodLooseShape>(shape: S, branches: readonly Branch[]) {
+function orError(shape: z.core.$ZodLooseShape, branches: readonly Branch[]) {
   const optional = Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, z.optional(v)]));
   return z.strictObject({ ...optional, error: toolErrorSchema.optional() }).meta({
     anyOf: [...branches.map(branchSchema), { required: ['error'], maxProperties: 1 }],

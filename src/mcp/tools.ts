@@ -73,7 +73,9 @@ const handlers: { readonly [T in ToolName]: Handler<T> } = {
         ...(args.timeout_ms !== undefined ? { timeout_ms: args.timeout_ms } : {}),
       });
       watch.bind(r.delegation_id, r.count);
-      const waited = args.wait ? await watch.wait({ seconds: args.wait_seconds, signal: extra.signal, progress: progressOf(extra) }) : { done: false, results: [] };
+      const waited = args.wait
+        ? await watch.wait({ seconds: args.wait_seconds, signal: extra.signal, progress: progressOf(extra) })
+        : { done: false, results: [] };
       const links = r.subagent_ids.map((id) => ({ type: 'resource_link' as const, uri: childUri(s.id, id), name: id, mimeType: 'application/json' }));
       return answer('delegate', { delegation_id: r.delegation_id, subagent_ids: r.subagent_ids, count: r.count, ...waited }, links);
     } finally {
@@ -95,12 +97,19 @@ const handlers: { readonly [T in ToolName]: Handler<T> } = {
   },
 
   async list_subagents(s, args) {
-    const r = await s.link.call('subagent.list', { session_id: s.id, ...(args.include_finished !== undefined ? { include_finished: args.include_finished } : {}) });
+    const r = await s.link.call('subagent.list', {
+      session_id: s.id,
+      ...(args.include_finished !== undefined ? { include_finished: args.include_finished } : {}),
+    });
     return answer('list_subagents', { subagents: r.subagents });
   },
 
   async tail_subagent(s, args) {
-    const r = await s.link.call('subagent.tail', { session_id: s.id, subagent_id: args.subagent_id, ...(args.since !== undefined ? { since: args.since } : {}) });
+    const r = await s.link.call('subagent.tail', {
+      session_id: s.id,
+      subagent_id: args.subagent_id,
+      ...(args.since !== undefined ? { since: args.since } : {}),
+    });
     return answer('tail_subagent', r);
   },
 
@@ -120,6 +129,7 @@ const handlers: { readonly [T in ToolName]: Handler<T> } = {
   },
 };
 
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- T ties the tool's input, handler and result types together in the body
 function register<T extends ToolName>(mcp: McpServer, ctx: ToolContext, tool: T): void {
   const input = toolInputs[tool];
   const run: Handler<T> = handlers[tool];
@@ -142,5 +152,6 @@ function register<T extends ToolName>(mcp: McpServer, ctx: ToolContext, tool: T)
 }
 
 export function registerTools(mcp: McpServer, ctx: ToolContext): void {
-  for (const tool of ['delegate', 'delegation_result', 'list_subagents', 'tail_subagent', 'steer_subagent', 'interrupt_subagent'] as const) register(mcp, ctx, tool);
+  for (const tool of ['delegate', 'delegation_result', 'list_subagents', 'tail_subagent', 'steer_subagent', 'interrupt_subagent'] as const)
+    register(mcp, ctx, tool);
 }

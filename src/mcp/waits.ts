@@ -111,9 +111,12 @@ export class DelegationWatch {
     });
     const heartbeatMs = opts.heartbeat_ms ?? HEARTBEAT_MS;
     lastSent = Date.now();
-    const beat = setInterval(() => {
-      if (!finished && Date.now() - lastSent >= heartbeatMs) send('heartbeat', undefined);
-    }, Math.max(10, Math.floor(heartbeatMs / 4)));
+    const beat = setInterval(
+      () => {
+        if (!finished && Date.now() - lastSent >= heartbeatMs) send('heartbeat', undefined);
+      },
+      Math.max(10, Math.floor(heartbeatMs / 4)),
+    );
     const deadline = setTimeout(() => this.#wake?.(), opts.seconds * 1000);
     const onAbort = () => this.#wake?.();
     opts.signal.addEventListener('abort', onAbort, { once: true });

@@ -16,6 +16,9 @@ import { BIN, cleanEnv, Inbox, ROOT, scriptedTask } from '../helpers/process.ts'
 
 export { scriptedTask };
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read wire JSON loosely
+export type Json = Record<string, any>;
+
 export interface Note {
   readonly method: string;
   readonly params: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -52,7 +55,13 @@ export function hostOf(client: Client, label: string): Host {
 
 /** `subrun serve --mcp ...extra` with the SDK's stdio client connected (initialize done). */
 export async function startStdioHost(extra: readonly string[] = []): Promise<Host & { transport: StdioClientTransport; stderr: string[] }> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'serve', '--mcp', ...extra], env: stringEnv(), cwd: ROOT, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, 'serve', '--mcp', ...extra],
+    env: stringEnv(),
+    cwd: ROOT,
+    stderr: 'pipe',
+  });
   const stderr: string[] = [];
   transport.stderr?.on('data', (d: Buffer) => stderr.push(d.toString('utf8')));
   const client = new Client({ name: 'test-host', version: '1.0.0' });
@@ -62,12 +71,23 @@ export async function startStdioHost(extra: readonly string[] = []): Promise<Hos
 }
 
 /** The SDK's Streamable HTTP client on `url` with the token. */
-export async function startHttpHost(url: string, token: string, label = 'mcp http notifications'): Promise<Host & { transport: StreamableHTTPClientTransport }> {
+export async function startHttpHost(
+  url: string,
+  token: string,
+  label = 'mcp http notifications',
+): Promise<Host & { transport: StreamableHTTPClientTransport }> {
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
   const client = new Client({ name: 'test-host', version: '1.0.0' });
   const host = hostOf(client, label);
   await client.connect(transport);
   return { ...host, transport };
+}
+
+/** The JSON text of a resource, parsed. */
+export async function readJson(client: Client, uri: string): Promise<Json> {
+  const c = (await client.readResource({ uri })).contents[0];
+  if (!c || !('text' in c)) throw new Error(`no text at ${uri}`);
+  return JSON.parse(c.text) as Json;
 }
 
 /** A child that waits for a steer (then finishes with it as its summary's source). */

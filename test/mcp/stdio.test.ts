@@ -4,7 +4,7 @@
 // their updates, and bad input that changes nothing and ends nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { hanging, scriptedTask, startStdioHost, steerable, type Host } from './harness.ts';
+import { hanging, scriptedTask, startStdioHost, steerable, type Host, readJson } from './harness.ts';
 
 let host: Host & { stderr: string[] };
 
@@ -37,8 +37,7 @@ describe('serve --mcp: the session', () => {
   });
 
   it('subrun://session names the session and its key', async () => {
-    const r = await host.client.readResource({ uri: 'subrun://session' });
-    const s = JSON.parse(String(r.contents[0]?.text)) as Record<string, unknown>;
+    const s = await readJson(host.client, 'subrun://session');
     expect(s).toMatchObject({ session_id: expect.stringMatching(/^ses_/), session_key: expect.any(String), generation: 1 });
   });
 });
@@ -55,8 +54,14 @@ describe('serve --mcp: delegate', () => {
   it('with wait: numbered progress per event of its children, each completion before the answer, which carries every entry', async () => {
     const progress: Array<{ progress: number; message?: string; _meta?: Record<string, any> }> = []; // eslint-disable-line @typescript-eslint/no-explicit-any
     const tasks = [
-      scriptedTask('one', [{ op: 'tool', name: 'read_file', ms: 20 }, { op: 'finish', summary: 'one done' }]),
-      scriptedTask('two', [{ op: 'tool', name: 'search', ms: 40 }, { op: 'finish', summary: 'two done' }]),
+      scriptedTask('one', [
+        { op: 'tool', name: 'read_file', ms: 20 },
+        { op: 'finish', summary: 'one done' },
+      ]),
+      scriptedTask('two', [
+        { op: 'tool', name: 'search', ms: 40 },
+        { op: 'finish', summary: 'two done' },
+      ]),
     ];
     const r = await host.client.callTool({ name: 'delegate', arguments: { tasks, wait: true, wait_seconds: 30 } }, CallToolResultSchema, {
       onprogress: (p) => progress.push(p),
@@ -73,7 +78,7 @@ describe('serve --mcp: delegate', () => {
     expect(progress.some((p) => p._meta?.subrun?.event === 'started')).toBe(true);
     expect(progress.some((p) => p._meta?.subrun?.event === 'tool')).toBe(true);
     for (const p of progress) expect(p.message).toMatch(/^[0-2]\/2 done · sa_\w+ /);
-    expect(r.content.filter((c) => c.type === 'resource_link')).toHaveLength(2);
+    expect(CallToolResultSchema.parse(r).content.filter((c) => c.type === 'resource_link')).toHaveLength(2);
   });
 
   it('with wait, ends at wait_seconds with what there is (done: false); delegation_result has the rest later', async () => {
@@ -89,10 +94,14 @@ describe('serve --mcp: delegate', () => {
   it('a cancelled wait ends the wait alone: the children run on and their entries wait in delegation_result', async () => {
     const ac = new AbortController();
     const first = new Promise<void>((resolve) => {
-      const call = host.client.callTool({ name: 'delegate', arguments: { tasks: [steerable('keeps running')], wait: true, wait_seconds: 60 } }, CallToolResultSchema, {
-        signal: ac.signal,
-        onprogress: () => resolve(),
-      });
+      const call = host.client.callTool(
+        { name: 'delegate', arguments: { tasks: [steerable('keeps running')], wait: true, wait_seconds: 60 } },
+        CallToolResultSchema,
+        {
+          signal: ac.signal,
+          onprogress: () => resolve(),
+        },
+      );
       void call.catch(() => undefined);
     });
     await first; // its start: the child runs
@@ -113,7 +122,9 @@ describe('serve --mcp: steer and interrupt', () => {
     const id = d.sc.subagent_ids[0] as string;
     const s = await host.tool('steer_subagent', { subagent_id: id, text: '  focus on section 5  ' });
     expect(s.sc).toEqual({ status: 'queued', subagent_id: id, text: 'focus on section 5', steer_id: expect.any(String) });
-    const delivered = await host.notes.take((n) => n.method === 'notifications/message' && n.params.data?.event === 'subagent.steer.delivered' && n.params.data.subagent_id === id);
+    const delivered = await host.notes.take(
+      (n) => n.method === 'notifications/message' && n.params.data?.event === 'subagent.steer.delivered' && n.params.data.subagent_id === id,
+    );
     expect(delivered.params).toMatchObject({ level: 'info', logger: 'subrun', data: { steer_id: s.sc.steer_id, text: 'focus on section 5' } });
     const complete = await host.notes.take((n) => n.params.data?.event === 'subagent.complete' && n.params.data.subagent_id === id);
     expect(complete.params).toMatchObject({ level: 'info', data: { entry: { status: 'completed' } } });
@@ -133,7 +144,12 @@ describe('serve --mcp: steer and interrupt', () => {
   it('refuses: finished and unknown children are rejected with their reason; bad text is the RPC code as an error result', async () => {
     const d = await host.tool('delegate', { tasks: [scriptedTask('brief', [{ op: 'finish', summary: 'x' }])], wait: true });
     const id = d.sc.subagent_ids[0] as string;
-    expect((await host.tool('steer_subagent', { subagent_id: id, text: 'late' })).sc).toEqual({ status: 'rejected', subagent_id: id, text: 'late', reason: 'finished' });
+    expect((await host.tool('steer_subagent', { subagent_id: id, text: 'late' })).sc).toEqual({
+      status: 'rejected',
+      subagent_id: id,
+      text: 'late',
+      reason: 'finished',
+    });
     expect((await host.tool('steer_subagent', { subagent_id: 'sa_nobody', text: 'x' })).sc).toMatchObject({ status: 'rejected', reason: 'not_found' });
     const empty = await host.tool('steer_subagent', { subagent_id: id, text: '   ' });
     expect(empty).toEqual({ isError: true, sc: { error: { code: 4002, message: 'text is required' } } });
@@ -178,13 +194,13 @@ describe('serve --mcp: resources', () => {
     await host.tool('steer_subagent', { subagent_id: id, text: 'go' });
     await host.notes.take((n) => n.params.data?.event === 'subagent.complete' && n.params.data.subagent_id === id);
     await host.notes.take((n) => n.method === 'notifications/resources/updated' && n.params.uri === uri);
-    const read = JSON.parse(String((await host.client.readResource({ uri })).contents[0]?.text)) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const read = await readJson(host.client, uri);
     expect(read).toMatchObject({ snapshot: { subagent_id: id, status: 'completed' }, entry: { subagent_id: id, status: 'completed' } });
     await host.client.unsubscribeResource({ uri });
   });
 
   it('an unknown or foreign child URI is -32002, read or subscribe', async () => {
-    const session = JSON.parse(String((await host.client.readResource({ uri: 'subrun://session' })).contents[0]?.text)) as { session_id: string };
+    const session = await readJson(host.client, 'subrun://session');
     for (const uri of [`subrun://sessions/${session.session_id}/subagents/sa_nobody`, 'subrun://sessions/ses_other/subagents/sa_x', 'subrun://nothing']) {
       await expect(host.client.readResource({ uri })).rejects.toMatchObject({ code: -32002 });
       await expect(host.client.subscribeResource({ uri })).rejects.toMatchObject({ code: -32002 });
