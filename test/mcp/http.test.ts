@@ -46,6 +46,11 @@ describe('/mcp: the gate', () => {
     }
   });
 
+  it('the capabilities of /v1/ say features.mcp', async () => {
+    const r = await raw(server.port, 'GET', '/v1/capabilities', { Authorization: `Bearer ${server.token}` });
+    expect((JSON.parse(r.body) as Line).features).toMatchObject({ mcp: true });
+  });
+
   it('a foreign Origin, or a Host that does not name loopback, is 403 (DNS rebinding); an allowed one passes', async () => {
     const h = mcpHeaders(server.token);
     expect((await raw(server.port, 'POST', '/mcp', { ...h, Origin: 'http://evil.example' }, initializeBody())).status).toBe(403);

@@ -226,4 +226,16 @@ describe('serve --mcp: bad input changes nothing and ends nothing', () => {
     expect(after).toBe(before);
     expect(await host.client.ping()).toEqual({});
   });
+
+  it('logging/setLevel filters the log messages: at warning, a clean completion is not sent, a missed steer is', async () => {
+    await host.client.setLoggingLevel('warning');
+    const clean = await host.tool('delegate', { tasks: [scriptedTask('clean', [{ op: 'finish', summary: 'fine' }])], wait: true });
+    const deaf = await host.tool('delegate', { tasks: [hanging('deaf again')] });
+    const ids = [clean.sc.subagent_ids[0], deaf.sc.subagent_ids[0]];
+    await host.tool('steer_subagent', { subagent_id: ids[1], text: 'unheard' });
+    await host.tool('interrupt_subagent', { subagent_id: ids[1] });
+    const first = await host.notes.take((n) => n.method === 'notifications/message' && ids.includes(n.params.data?.subagent_id));
+    expect(first.params).toMatchObject({ level: 'warning', data: { subagent_id: ids[1] } });
+    await host.client.setLoggingLevel('debug');
+  });
 });
