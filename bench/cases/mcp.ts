@@ -70,11 +70,19 @@ export const mcpCase: BenchCase = {
         if (r.structuredContent?.status !== 'queued') throw new Error(`steer not queued: ${JSON.stringify(r)}`);
       };
 
-      const transport = new StdioClientTransport({ command: process.execPath, args: ['bin/subrun.js', 'serve', '--mcp', ...FLAGS], cwd: ROOT, stderr: 'ignore' });
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: ['bin/subrun.js', 'serve', '--mcp', ...FLAGS],
+        cwd: ROOT,
+        stderr: 'ignore',
+      });
       sdk = new Client({ name: 'bench', version: '1' });
       await sdk.connect(transport);
       const host = sdk;
-      const d = await host.callTool({ name: 'delegate', arguments: { tasks: [{ goal: 'bench child', agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }] } });
+      const d = await host.callTool({
+        name: 'delegate',
+        arguments: { tasks: [{ goal: 'bench child', agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }] },
+      });
       const sdkChild = ((d.structuredContent as { subagent_ids?: string[] } | undefined)?.subagent_ids ?? [])[0];
       const sdkSteer = () => host.callTool({ name: 'steer_subagent', arguments: { subagent_id: sdkChild, text: TEXT } });
 
