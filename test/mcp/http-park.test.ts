@@ -1,10 +1,12 @@
 // An HTTP MCP session's end: DELETE /mcp, or --park-ttl-ms with no request in flight and no stream
 // open. Either way its subrun session closes (a live child is interrupted: the server's own log
 // line says so) and its id is then 404. Raw HTTP: each POST's stream ends with its answer, so no
-// stream stays open and the park clock runs.
+// stream stays open and the park clock runs. And the server's own end: SIGTERM answers a call
+// still waiting over HTTP with its entries before the process exits 0.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killAll, startWsServer, type WsServer } from '../helpers/process.ts';
-import { hanging } from './harness.ts';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { hanging, startHttpHost } from './harness.ts';
 import { initializeBody, mcpHeaders, raw, sseEvents } from './http-wire.ts';
 
 let server: WsServer;
@@ -50,5 +52,23 @@ describe('/mcp: the end of a session', () => {
     const { sid, child } = await sessionWithChild();
     await stopped(child);
     expect((await ping(sid)).status).toBe(404);
+  });
+});
+
+describe('/mcp: the server shutting down', () => {
+  it('SIGTERM with a waiting call over HTTP: the call is answered with its interrupted entries, then exit 0', async () => {
+    const own = await startWsServer(['--no-state']);
+    const host = await startHttpHost(`http://127.0.0.1:${own.port}/mcp`, own.token);
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const call = host.client.callTool({ name: 'delegate', arguments: { tasks: [hanging('cut short')], wait: true, wait_seconds: 600 } }, CallToolResultSchema, {
+      onprogress: () => started(),
+    });
+    await running;
+    own.proc.child.kill('SIGTERM');
+    const r = await call;
+    expect(r.structuredContent).toMatchObject({ done: true, results: [{ status: 'interrupted' }] });
+    expect(await own.proc.waitExit()).toEqual({ code: 0, signal: null });
+    await host.close().catch(() => undefined);
   });
 });
