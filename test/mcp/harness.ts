@@ -3,6 +3,7 @@
 // `subrun serve --ws` over HTTP on 127.0.0.1 (StreamableHTTPClientTransport). Children run on the
 // built-in scripted runner. Every notification the client receives is kept in arrival order in an
 // Inbox, so a test waits on a notification, never on time.
+import { rmSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -55,10 +56,11 @@ export function hostOf(client: Client, label: string): Host {
 
 /** `subrun serve --mcp ...extra` with the SDK's stdio client connected (initialize done). */
 export async function startStdioHost(extra: readonly string[] = []): Promise<Host & { transport: StdioClientTransport; stderr: string[] }> {
+  const env = stringEnv();
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'serve', '--mcp', ...extra],
-    env: stringEnv(),
+    env,
     cwd: ROOT,
     stderr: 'pipe',
   });
@@ -67,7 +69,12 @@ export async function startStdioHost(extra: readonly string[] = []): Promise<Hos
   const client = new Client({ name: 'test-host', version: '1.0.0' });
   const host = hostOf(client, 'mcp stdio notifications');
   await client.connect(transport);
-  return { ...host, transport, stderr };
+  const close = async () => {
+    await host.close();
+    // The state home cleanEnv made for the process (a --mcp server writes nothing there unless told to).
+    if (env.XDG_STATE_HOME) rmSync(env.XDG_STATE_HOME, { recursive: true, force: true });
+  };
+  return { ...host, close, transport, stderr };
 }
 
 /** The SDK's Streamable HTTP client on `url` with the token. */

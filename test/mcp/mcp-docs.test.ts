@@ -14,7 +14,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolRequestParamsSchema, CallToolResultSchema, ServerNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, cleanEnv, killAll, ROOT, startWsServer, type WsServer } from '../helpers/process.ts';
+import { BIN, killAll, ROOT, startWsServer, type WsServer } from '../helpers/process.ts';
 import { startStdioHost, type Host, type Json } from './harness.ts';
 
 const DOC = readFileSync(join(ROOT, 'docs/mcp.md'), 'utf8');
@@ -53,7 +53,9 @@ async function listsSix(transport: StdioClientTransport | StreamableHTTPClientTr
 /** A stdio server as a host would start it: `npx -y subrun ARGS` is this package's bin with ARGS. */
 function launch(command: string, args: readonly string[], env: Record<string, string> = {}): StdioClientTransport {
   expect([command, ...args.slice(0, 2)]).toEqual(['npx', '-y', 'subrun']);
-  const base = Object.fromEntries(Object.entries(cleanEnv(env)).filter((e): e is [string, string] => e[1] !== undefined));
+  const base = Object.fromEntries(
+    Object.entries({ ...process.env, ...env }).filter((e): e is [string, string] => e[1] !== undefined && !e[0].startsWith('SUBRUN_')),
+  );
   return new StdioClientTransport({ command: process.execPath, args: [BIN, ...args.slice(2)], env: base, cwd: ROOT, stderr: 'ignore' });
 }
 
