@@ -4,7 +4,7 @@
 //   list_subagents      subagent.list
 //   tail_subagent       subagent.tail
 //   steer_subagent      subagent.steer
-//   interrupt_subagent  subagent.interrupt (the child and its subtree, descendants first)
+//   interrupt_subagent  subagent.interrupt (the child and its subtree, reported descendants first)
 // The SDK checks the arguments against the input schema first (its `isError` names the field);
 // then one call's arguments are bounded like a stdio line (-32600 `arguments too large`, nothing
 // done or echoed); then the server decides, and its refusals come back as the error form.
@@ -125,9 +125,36 @@ const handlers: { readonly [T in ToolName]: Handler<T> } = {
 
   async interrupt_subagent(s, args) {
     const r = await s.link.call('subagent.interrupt', { session_id: s.id, subagent_id: args.subagent_id });
-    return answer('interrupt_subagent', { found: r.found, subagent_id: r.subagent_id, interrupted: r.interrupted });
+    if (r.interrupted.length < 2) return answer('interrupt_subagent', { found: r.found, subagent_id: r.subagent_id, interrupted: r.interrupted });
+    // The server lists the target first; the children end descendants first, and so does this list.
+    const own = await s.link.call('subagent.list', { session_id: s.id, include_finished: true });
+    const parents = new Map(own.subagents.map((c) => [c.subagent_id, c.parent_id]));
+    return answer('interrupt_subagent', { found: r.found, subagent_id: r.subagent_id, interrupted: postOrder(r.interrupted, parents) });
   },
 };
+
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- T ties the tool's input, handler and result types together in the body
+/**
+ * `preorder` (a target, then its descendants, each parent before its children) in post-order,
+ * each child before its parent; an id whose parent is unknown stays under the target.
+ */
+export function postOrder(preorder: readonly string[], parents: ReadonlyMap<string, string | null>): string[] {
+  const [root] = preorder;
+  if (root === undefined) return [];
+  const kids = new Map<string, string[]>();
+  for (const id of preorder.slice(1)) {
+    const p = parents.get(id);
+    const at = p !== null && p !== undefined && preorder.includes(p) ? p : root;
+    kids.set(at, [...(kids.get(at) ?? []), id]);
+  }
+  const out: string[] = [];
+  const visit = (id: string): void => {
+    for (const k of kids.get(id) ?? []) visit(k);
+    out.push(id);
+  };
+  visit(root);
+  return out;
+}
 
 // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- T ties the tool's input, handler and result types together in the body
 function register<T extends ToolName>(mcp: McpServer, ctx: ToolContext, tool: T): void {

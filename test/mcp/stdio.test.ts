@@ -169,9 +169,9 @@ describe('serve --mcp: steer and interrupt', () => {
     const list = await host.tool('list_subagents', {});
     const byGoal = (g: string) => list.sc.subagents.find((s: { goal: string }) => s.goal === g)?.subagent_id as string;
     const r = await host.tool('interrupt_subagent', { subagent_id: top });
-    // What it stopped: the target, then the descendants it reached (the RPC's order) ...
-    expect(r.sc).toEqual({ found: true, subagent_id: top, interrupted: [top, byGoal('mid'), byGoal('leaf')] });
-    // ... and they end descendants first: no child completes before its own children.
+    // What it stopped, descendants first ...
+    expect(r.sc).toEqual({ found: true, subagent_id: top, interrupted: [byGoal('leaf'), byGoal('mid'), top] });
+    // ... and they end in that order: no child completes before its own children.
     const ended: string[] = [];
     while (ended.length < 3) {
       const n = await host.notes.take((m) => m.params.data?.event === 'subagent.complete' && r.sc.interrupted.includes(m.params.data.subagent_id));

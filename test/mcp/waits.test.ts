@@ -1,10 +1,12 @@
 // A waiting call's watch on an in-process server (the scripted runner, no process): progress per
-// event numbered from 1, a heartbeat after a quiet spell, and a cancel that ends the wait alone.
+// event numbered from 1, a heartbeat after a quiet spell, and a cancel that ends the wait alone;
+// and the post-order in which interrupt_subagent reports a subtree.
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
 import { McpSession } from '../../src/mcp/session.ts';
 import { DelegationWatch, type ProgressParams } from '../../src/mcp/waits.ts';
 import { RpcServer } from '../../src/server.ts';
+import { postOrder } from '../../src/mcp/tools.ts';
 import { hanging } from './harness.ts';
 
 let server: RpcServer | undefined;
@@ -39,5 +41,21 @@ describe('DelegationWatch', () => {
     expect(seen.at(-1)).toMatchObject({ message: '0/1 done · waiting', _meta: { subrun: { event: 'heartbeat', done: 0, count: 1 } } });
     const list = await s.link.call('subagent.list', { session_id: s.id });
     expect(list.subagents.map((c) => c.status)).toEqual(['running']);
+  });
+});
+
+describe('postOrder', () => {
+  it('puts every child before its parent, siblings in their order, the target last', () => {
+    const parents = new Map<string, string | null>([
+      ['t', null],
+      ['a', 't'],
+      ['a1', 'a'],
+      ['a2', 'a'],
+      ['b', 't'],
+      ['b1', 'b'],
+    ]);
+    expect(postOrder(['t', 'a', 'a1', 'a2', 'b', 'b1'], parents)).toEqual(['a1', 'a2', 'a', 'b1', 'b', 't']);
+    expect(postOrder(['t', 'x'], new Map())).toEqual(['x', 't']);
+    expect(postOrder([], parents)).toEqual([]);
   });
 });
