@@ -4,6 +4,7 @@ import { delegationCase } from './delegation.ts';
 import { durabilityCase } from './durability.ts';
 import { fanoutCase } from './fanout.ts';
 import { httpCase } from './http.ts';
+import { mcpCase } from './mcp.ts';
 import { registryCase } from './registry.ts';
 import { scaleOutCase } from './scale-out.ts';
 import { remoteRestartCase } from './remote-restart.ts';
@@ -30,6 +31,7 @@ export const CASES: readonly BenchCase[] = [
   scaleOutCase,
   durabilityCase,
   remoteRestartCase,
+  mcpCase,
 ];
 
 export function findCase(name: string): BenchCase | undefined {

@@ -12,7 +12,7 @@ import type { RpcServer } from '../rpc/server.ts';
 import { SERVER_NAME, VERSION } from '../version.ts';
 import { toRequestError } from './errors.ts';
 import { EXTENSION_METHODS, objectParams, runExtension } from './extensions.ts';
-import { RpcLink, type RpcEvent } from './rpc-link.ts';
+import { RpcLink, type RpcEvent } from '../rpc/link.ts';
 import { AcpSession } from './session.ts';
 import type { StdioWire } from './stdio-wire.ts';
 

@@ -4,7 +4,7 @@
 // the server checks them in its own order and answers with its own shapes and codes.
 import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { MethodName } from '../contract/methods.ts';
-import type { RpcLink } from './rpc-link.ts';
+import type { RpcLink } from '../rpc/link.ts';
 
 export const EXTENSION_METHODS = ['_subrun/steer', '_subrun/list', '_subrun/tail', '_subrun/revive'] as const;
 

@@ -9,7 +9,7 @@ import { RequestError, type PromptResponse, type RequestId, type SessionUpdate, 
 import { entryFromWire } from '../server/wire-events.ts';
 import type { MethodName, ParamsOf } from '../contract/methods.ts';
 import type { Logger } from '../log.ts';
-import type { RpcEvent, RpcLink } from './rpc-link.ts';
+import type { RpcEvent, RpcLink } from '../rpc/link.ts';
 import * as u from './updates.ts';
 
 /** Sends one update; the SDK writes them in call order. */

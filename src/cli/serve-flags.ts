@@ -4,12 +4,19 @@ import { MODEL_FLAGS } from './model-options.ts';
 import { MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../rpc/reply-budget.ts';
 
 export const SERVE_FLAGS = [
-  { flag: 'stdio', kind: 'bool', help: 'serve one host over stdin/stdout (exactly one of --stdio, --ws, --acp)' },
-  { flag: 'ws', kind: 'bool', help: 'serve WebSocket hosts on --host:--port' },
+  { flag: 'stdio', kind: 'bool', help: 'serve one host over stdin/stdout (exactly one of --stdio, --ws, --acp, --mcp)' },
+  { flag: 'ws', kind: 'bool', help: 'serve WebSocket hosts on --host:--port, and MCP hosts at /mcp there (docs/mcp.md)' },
   { flag: 'acp', env: 'SUBRUN_ACP', kind: 'bool', help: 'serve an IDE over stdin/stdout with the Agent Client Protocol (docs/acp.md)' },
+  { flag: 'mcp', env: 'SUBRUN_MCP', kind: 'bool', help: 'serve an MCP host over stdin/stdout with the Model Context Protocol (docs/mcp.md)' },
   { flag: 'host', env: 'SUBRUN_HOST', kind: 'string', arg: 'H', help: 'WebSocket bind address (default 127.0.0.1)' },
   { flag: 'port', env: 'SUBRUN_PORT', kind: 'int', min: 0, max: 65535, help: 'WebSocket port, 0 for any free one (default 8787)' },
-  { flag: 'token', env: 'SUBRUN_TOKEN', kind: 'string', arg: 'T', help: 'the token every WebSocket upgrade must carry (default: made up, printed to stderr)' },
+  {
+    flag: 'token',
+    env: 'SUBRUN_TOKEN',
+    kind: 'string',
+    arg: 'T',
+    help: 'the token every WebSocket upgrade and /mcp request must carry (default: made up, printed to stderr)',
+  },
   { flag: 'allow-origin', env: 'SUBRUN_ALLOW_ORIGIN', kind: 'list', arg: 'O[,O]', help: "more allowed browser origins (default: the server's own)" },
   {
     flag: 'max-concurrent-children',

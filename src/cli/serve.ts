@@ -1,6 +1,7 @@
-// `subrun serve`: the JSON-RPC server over stdio or WebSocket, or the Agent Client Protocol adapter
-// over stdio (--acp, for IDEs). stdout of --stdio and --acp carries the protocol alone; everything
-// human-readable and every log line goes to stderr.
+// `subrun serve`: the JSON-RPC server over stdio or WebSocket (with Streamable HTTP MCP at /mcp),
+// the Agent Client Protocol adapter over stdio (--acp, for IDEs), or the Model Context Protocol
+// surface over stdio (--mcp, for MCP hosts). stdout of --stdio, --acp and --mcp carries the
+// protocol alone; everything human-readable and every log line goes to stderr.
 //
 // One shutdown path, whatever starts it (SIGTERM, SIGINT, the host closing stdin; a repeated
 // signal joins the shutdown already running): stop taking connections, stop every child and send
@@ -10,33 +11,33 @@ import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import type { AcpStdio } from '../acp/stdio.ts';
-import { helpText, parseFlags, UsageError, wantsHelp, type FlagValues } from './flags.ts';
+import type { McpHttp } from '../mcp/http.ts';
+import type { McpStdio } from '../mcp/stdio.ts';
+import { helpText, parseFlags, UsageError, wantsHelp } from './flags.ts';
 import { SERVE_FLAGS } from './serve-flags.ts';
 
 export { SERVE_FLAGS };
 import { openaiKind, openaiRunner } from '../agent/runner.ts';
 import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
 import { SCRIPTED_MODEL } from '../delegation/runners/scripted.ts';
-import type { Placement } from '../remote/control/placement.ts';
-import type { Lease } from '../remote/control/lease.ts';
-import type { NatsLink } from '../remote/nats.ts';
 import { createLogger } from '../log.ts';
 import { modelConfig } from './model-options.ts';
 import { RpcServer } from '../server.ts';
 import { stdioTransport, type StdioTransport } from '../rpc/transports/stdio.ts';
-import { CUT_MESSAGE, isLoopback, listenWs, type WsListener } from '../rpc/transports/ws.ts';
+import { CUT_MESSAGE, isLoopback, type WsListener } from '../rpc/transports/ws.ts';
 import { createHttpApi } from '../http/api.ts';
-import type { SqliteStore } from '../store/sqlite.ts';
 import { defaultStateDir } from './state-dir.ts';
-import { errorCode } from '../guards.ts';
+import { attachPlacement, drainedWithin, listenOrSay, openJetStream, openStore, takeLead } from './serve-parts.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { startTracing } from './otel.ts';
 
-const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp [options]
+const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp | --mcp [options]
 
 The server for hosts. --stdio serves one JSON-RPC host over this process's stdin and stdout;
---ws serves any number of hosts on ws://HOST:PORT/ with a token (docs/protocol.md); --acp serves
-an IDE over stdin and stdout with the Agent Client Protocol (docs/acp.md).`;
+--ws serves any number of hosts on ws://HOST:PORT/ with a token (docs/protocol.md), and MCP hosts
+on http://HOST:PORT/mcp with the same token (Streamable HTTP, docs/mcp.md); --acp serves an IDE
+over stdin and stdout with the Agent Client Protocol (docs/acp.md); --mcp serves an MCP host
+(Claude Code, Claude Desktop, Cursor, VS Code) over stdin and stdout (docs/mcp.md).`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -47,7 +48,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   const { values: v, positionals, sources } = parseFlags(argv, SERVE_FLAGS);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  if ([v.stdio, v.ws, v.acp].filter(Boolean).length !== 1) throw new UsageError('serve needs exactly one of --stdio, --ws or --acp');
+  if ([v.stdio, v.ws, v.acp, v.mcp].filter(Boolean).length !== 1) throw new UsageError('serve needs exactly one of --stdio, --ws, --acp or --mcp');
   const level = v['log-level'] ?? 'warn';
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   const openai = modelConfig(v, sources);
@@ -155,6 +156,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
   let listener: WsListener | undefined;
   let stdio: StdioTransport | undefined;
   let acp: AcpStdio | undefined;
+  let mcp: McpStdio | undefined;
+  let mcpHttp: McpHttp | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (why: string) => {
     stopping ??= (async () => {
@@ -162,6 +165,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
       listener?.stopAccepting();
       // ACP: every turn cancelled and answered, each after its children's terminal updates.
       await acp?.settle(grace);
+      // MCP: no more delegations; the waiting calls answer as their children's completions come.
+      mcp?.settle();
+      mcpHttp?.settle();
       // Every child stopped and its completion sent; every connection closed behind it.
       await server.shutdown();
       // Children left running on workers: what their workers send now waits for the next process.
@@ -172,9 +178,12 @@ export async function serve(argv: readonly string[]): Promise<number> {
       // After the shutdown settled everything, before the link closes: a standby takes over now.
       await lead?.lease.release();
       await remote?.close();
+      // Every MCP answer written on its stream before the listener gives its peers the grace.
+      await mcpHttp?.finish(grace);
       if (listener) await listener.close();
       else if (stdio && !(await drainedWithin(stdio, grace))) logger.warn({ peers: 1, grace_ms: grace }, CUT_MESSAGE);
       else if (acp) await acp.finish(grace);
+      else if (mcp) await mcp.finish(grace);
       // The spans of everything above, the last completions' included; a dead collector gets the grace, no more.
       await tracing?.shutdown(grace);
       // Nothing is owed to anyone any more. Whatever still holds the event loop (a write to a
@@ -187,6 +196,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   // The ACP SDK is loaded only to serve ACP: it is most of what `serve --ws` would load at start
   // otherwise (bench/cases/startup.ts).
   const acpModule = v.acp ? await import('../acp/stdio.ts') : undefined;
+  const mcpModule = v.mcp ? await import('../mcp/stdio.ts') : undefined;
   const done = new Promise<void>((resolve) => {
     // `on`, not `once`: a second signal must not fall through to the default action (death by
     // signal, with completions still unsent); the shutdown running already is bounded.
@@ -222,6 +232,19 @@ export async function serve(argv: readonly string[]): Promise<number> {
       // stdout failed (the IDE went away): nothing can reach it any more; shut down the same way.
       void acp.closed.then(() => stop('acp connection closed')).then(resolve);
     }
+    if (mcpModule) {
+      // The same rule again: the host closing stdin ends the server, after every answer it is owed.
+      mcp = mcpModule.mcpStdio({
+        server,
+        input: process.stdin,
+        output: process.stdout,
+        max_message_bytes: server.limits.max_message_bytes,
+        logger,
+        onInputEnd: () => void stop('stdin closed').then(resolve),
+      });
+      // A line past the SDK's buffer, or stdout failed: the connection is gone; shut down the same way.
+      void mcp.closed.then(() => stop('mcp connection closed')).then(resolve);
+    }
   });
 
   if (v.ws) {
@@ -229,10 +252,32 @@ export async function serve(argv: readonly string[]): Promise<number> {
     const token = v.token ?? randomBytes(24).toString('base64url');
     const maxOut = v['max-outbound-bytes'];
     // One listener: the WebSocket, the HTTP API, its event streams and the dashboard.
-    const http = createHttpApi(server, { token, logger, ui_dir: v['ui-dir'], max_outbound_bytes: maxOut, metrics_token: v['metrics-token'] });
+    const host = v.host ?? '127.0.0.1';
+    // MCP over Streamable HTTP at /mcp on the same listener; its SDK is loaded on the first request there.
+    const { mcpHttp: makeMcpHttp } = await import('../mcp/http.ts');
+    mcpHttp = makeMcpHttp({
+      server,
+      token,
+      logger,
+      max_message_bytes: server.limits.max_message_bytes,
+      park_ttl_ms: server.limits.park_ttl_ms,
+      replay_events: server.limits.replay_events,
+      replay_bytes: server.limits.replay_bytes,
+      loopback: isLoopback(host),
+    });
+    const http = createHttpApi(server, {
+      token,
+      logger,
+      ui_dir: v['ui-dir'],
+      max_outbound_bytes: maxOut,
+      metrics_token: v['metrics-token'],
+      features: { mcp: true },
+    });
+    const rest = http.handle;
+    const onRequest: typeof rest = (req, res, ctx) => (mcpHttp?.owns(req) ? mcpHttp.handle(req, res, ctx) : rest(req, res, ctx));
     listener = await listenOrSay(
       {
-        host: v.host ?? '127.0.0.1',
+        host,
         port: v.port ?? 8787,
         token,
         allow_origins: v['allow-origin'] ?? [],
@@ -241,7 +286,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
         max_outbound_bytes: maxOut,
         shutdown_grace_ms: grace,
         logger,
-        onRequest: http.handle,
+        onRequest,
       },
       (t) => server.connect(t),
     );
@@ -254,7 +299,6 @@ export async function serve(argv: readonly string[]): Promise<number> {
     // printed anyway (below), so its link is whole; one the user chose is never echoed to a log.
     const dashboard = `${listener.url.replace(/^ws:/, 'http:')}ui/`;
     process.stderr.write(`subrun dashboard: ${dashboard}?token=${generated ? encodeURIComponent(token) : '<your --token>'}\n`);
-    const host = v.host ?? '127.0.0.1';
     if (!isLoopback(host)) {
       process.stderr.write(`subrun: warning: listening on ${host}, not loopback: any host that can reach it may try the token\n`);
     }
@@ -263,127 +307,4 @@ export async function serve(argv: readonly string[]): Promise<number> {
   await done;
   process.stdin.pause();
   return 0;
-}
-
-/** The state directory's store; one that cannot be opened (in use, corrupt, too open, from the future) is one line and exit 2. */
-async function openStore(dir: string, fsync: 'normal' | 'full', logger: ReturnType<typeof createLogger>): Promise<SqliteStore> {
-  const [{ SqliteStore }, { StoreOpenError }] = await Promise.all([import('../store/sqlite.ts'), import('../store/open.ts')]);
-  try {
-    return SqliteStore.open(dir, { fsync, logger });
-  } catch (err) {
-    if (!(err instanceof StoreOpenError)) throw err;
-    process.stderr.write(`subrun: ${err.message}\n`);
-    process.exit(2);
-  }
-}
-
-/**
- * The control plane's state on JetStream (--store jetstream): loaded and claimed after the lease
- * is taken. One that cannot be read is one line and exit 2; fenced later, one line and exit 3.
- */
-async function openJetStream(link: NatsLink, logger: ReturnType<typeof createLogger>): Promise<SqliteStore> {
-  const [{ openJetStreamStore }, { StoreOpenError }, { describe }] = await Promise.all([
-    import('../remote/control/state/open.ts'),
-    import('../store/open.ts'),
-    import('../remote/nats.ts'),
-  ]);
-  try {
-    const opened = await openJetStreamStore({
-      js: link.js,
-      jsm: link.jsm,
-      logger,
-      onFenced: (why) => {
-        process.stderr.write(`subrun: ${why}; this control plane stops serving (exit 3)\n`);
-        process.exit(3);
-      },
-    });
-    logger.info(opened.loaded, 'state loaded from JetStream');
-    return opened.store;
-  } catch (err) {
-    const why = err instanceof StoreOpenError ? err.message : `cannot open the state on JetStream: ${describe(err)}`;
-    process.stderr.write(`subrun: ${why}\n`);
-    process.exit(2);
-  }
-}
-
-/**
- * The NATS link and the control plane's lease on it. NATS unreachable (or without JetStream), or a
- * live leader without --standby, is one line and exit 2; losing the lease later is one line and exit 3.
- */
-async function takeLead(
-  url: string,
-  v: Pick<FlagValues<typeof SERVE_FLAGS>, 'standby' | 'lease-ms'>,
-  logger: ReturnType<typeof createLogger>,
-): Promise<{ link: NatsLink; lease: Lease }> {
-  // Loaded only with --nats: the NATS client costs the in-process server nothing at start.
-  const [{ openNats, NatsStartError }, { Lease, LeaseHeldError }] = await Promise.all([import('../remote/nats.ts'), import('../remote/control/lease.ts')]);
-  const fail = (message: string): never => {
-    process.stderr.write(`subrun: ${message}\n`);
-    // A failed handshake can leave a socket open: exit now, not when it times out.
-    process.exit(2);
-  };
-  let link: NatsLink;
-  try {
-    link = await openNats(url, 'subrun-control-plane');
-  } catch (err) {
-    if (!(err instanceof NatsStartError)) throw err;
-    return fail(err.message);
-  }
-  // A standby serves nothing and owes nothing while it waits: a signal just ends it.
-  const quit = () => process.exit(0);
-  process.once('SIGINT', quit).once('SIGTERM', quit);
-  try {
-    const lease = await Lease.acquire({
-      link,
-      lease_ms: v['lease-ms'],
-      standby: v.standby === true,
-      logger,
-      // Fenced: another plane may lead now. No shutdown: stopping the children would act on them.
-      onLost: (why) => {
-        process.stderr.write(`subrun: ${why}; this control plane stops serving (exit 3)\n`);
-        process.exit(3);
-      },
-    });
-    return { link, lease };
-  } catch (err) {
-    if (!(err instanceof LeaseHeldError || err instanceof NatsStartError)) throw err;
-    return fail(err.message);
-  } finally {
-    process.off('SIGINT', quit).off('SIGTERM', quit);
-  }
-}
-
-/** The remote placement on the link whose lease this process holds. */
-async function attachPlacement(
-  link: NatsLink,
-  v: Pick<FlagValues<typeof SERVE_FLAGS>, 'worker-loss-ms' | 'nats-outage-ms'>,
-  logger: ReturnType<typeof createLogger>,
-): Promise<Placement> {
-  const { Placement } = await import('../remote/control/placement.ts');
-  return Placement.attach(link, { worker_loss_ms: v['worker-loss-ms'], nats_outage_ms: v['nats-outage-ms'], logger });
-}
-
-/** listenWs, with the two failures a person meets named with their way out (one line, exit 2). */
-async function listenOrSay(...args: Parameters<typeof listenWs>): Promise<WsListener> {
-  try {
-    return await listenWs(...args);
-  } catch (err) {
-    const where = `${args[0].host}:${args[0].port}`;
-    const code = errorCode(err);
-    if (code === 'EADDRINUSE') throw new UsageError(`${where} is in use: stop what holds it, or pick another port with --port N (--port 0: any free port)`);
-    if (code === 'EACCES') throw new UsageError(`no permission to listen on ${where}: pick a port above 1023 with --port N (--port 0: any free port)`);
-    if (code === 'EADDRNOTAVAIL') throw new UsageError(`${args[0].host} is no address of this machine: pick another with --host (default 127.0.0.1)`);
-    throw err;
-  }
-}
-
-/** Waits up to `grace_ms` for stdout to take everything; false if it did not (the host is cut). */
-async function drainedWithin(stdio: StdioTransport, grace_ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), grace_ms);
-  });
-  const drained = await Promise.race([stdio.drained().then(() => true), deadline]);
-  clearTimeout(timer);
-  return drained;
 }

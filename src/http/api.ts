@@ -41,6 +41,8 @@ export interface HttpApiOptions {
    * `/metrics` is served when the server keeps metrics (ServerOptions.metrics).
    */
   readonly metrics_token?: string;
+  /** What other surfaces on the listener add to `features` (e.g. `mcp: true` for /mcp). */
+  readonly features?: Readonly<Record<string, boolean>>;
 }
 
 export interface HttpApi {
@@ -63,7 +65,15 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     server,
     sse,
     max_outbound_bytes: maxOut,
-    features: () => ({ sse: true, resume: true, idempotency: true, session_idle: true, single_user: server.services.single_user, dashboard }),
+    features: () => ({
+      sse: true,
+      resume: true,
+      idempotency: true,
+      session_idle: true,
+      single_user: server.services.single_user,
+      dashboard,
+      ...opts.features,
+    }),
   });
 
   const api = async (req: IncomingMessage, res: ServerResponse, ctx: ListenerContext, url: URL): Promise<Answer | 'streamed'> => {

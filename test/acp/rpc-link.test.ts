@@ -1,7 +1,7 @@
 // The adapter's link on a scripted server: a typed call's answer is checked against its method's
 // result schema, while the relay (the IDE's extension calls) hands the answer on as it came.
 import { describe, expect, it } from 'vitest';
-import { RpcLink } from '../../src/acp/rpc-link.ts';
+import { RpcLink } from '../../src/rpc/link.ts';
 import type { Transport } from '../../src/rpc/transports/transport.ts';
 
 /** A server that answers every request with `result`, and counts what it was sent. */

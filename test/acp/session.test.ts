@@ -3,7 +3,7 @@
 // The cancelled prompt must still be answered only after that child's terminal update.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SessionUpdate } from '@agentclientprotocol/sdk/unstable';
-import { RpcLink, type RpcEvent } from '../../src/acp/rpc-link.ts';
+import { RpcLink, type RpcEvent } from '../../src/rpc/link.ts';
 import { AcpSession } from '../../src/acp/session.ts';
 import type { Runner } from '../../src/types.ts';
 import { silentLogger } from '../../src/log.ts';

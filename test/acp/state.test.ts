@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import { realpathSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { acpStdio, type AcpStdio } from '../../src/acp/stdio.ts';
-import { RpcLink } from '../../src/acp/rpc-link.ts';
+import { RpcLink } from '../../src/rpc/link.ts';
 import { silentLogger } from '../../src/log.ts';
 import { RpcServer } from '../../src/rpc/server.ts';
 import { ROOT } from '../helpers/process.ts';

@@ -46,6 +46,8 @@ const BAD_STARTS: BadStart[] = [
   { args: ['serve'], names: ['--stdio', '--ws'] },
   { args: ['serve', '--acp', '--stdio'], names: ['--stdio', '--ws', '--acp'] },
   { args: ['serve', '--ws'], env: { SUBRUN_ACP: '1' }, names: ['--acp'] },
+  { args: ['serve', '--mcp', '--acp'], names: ['--acp', '--mcp'] },
+  { args: ['serve', '--stdio'], env: { SUBRUN_MCP: '1' }, names: ['--mcp'] },
   { args: ['serve'], env: { SUBRUN_ACP: 'maybe' }, names: ['SUBRUN_ACP'] },
   { args: ['serve', '--stdio', '--workspace', '/no/such/dir'], names: ['--workspace'] },
   { args: ['serve', '--stdio'], env: { SUBRUN_MAX_CONCURRENT_CHILDREN: 'zero' }, names: ['SUBRUN_MAX_CONCURRENT_CHILDREN'] },

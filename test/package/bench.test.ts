@@ -108,6 +108,7 @@ describe('bench suite plumbing (tiny sizes, figures not looked at)', () => {
         'scale-out': 'remote.',
         durability: 'durability.',
         'remote-restart': 'remote.restart',
+        mcp: 'mcp.',
       }[c.name];
       expect(prefix, `case ${c.name} has a row prefix`).toBeDefined();
       expect(

@@ -1,12 +1,12 @@
-// The adapter's own connection to the RPC server, over an in-memory transport: every call the
-// adapter makes for an IDE goes through the same dispatch, authority checks (the session's slot
-// and generation), limits and error codes as a host's call, and the sessions' events reach it as
-// they reach any host. The adapter translates; the server decides.
+// A surface's own connection to the RPC server (ACP's, MCP's), over an in-memory transport: every
+// call a surface makes for its client goes through the same dispatch, authority checks (the
+// session's slot and generation), limits and error codes as a host's call, and the sessions'
+// events reach it as they reach any host. The surface translates; the server decides.
 import type { z } from 'zod';
 import { resultSchemas, type MethodName, type ParamsOf, type ResultOf } from '../contract/methods.ts';
 import { RpcCode, RpcError } from '../server/errors.ts';
-import { memoryPair, type MemoryClient } from '../rpc/transports/memory.ts';
-import type { Transport } from '../rpc/transports/transport.ts';
+import { memoryPair, type MemoryClient } from './transports/memory.ts';
+import type { Transport } from './transports/transport.ts';
 
 /** One `event` notification's params, as the server sends them. */
 export interface RpcEvent {
@@ -30,15 +30,18 @@ export class RpcLink {
   readonly #client: MemoryClient;
   readonly #pending = new Map<number, Pending>();
   readonly #onEvent: (event: RpcEvent) => void;
+  readonly #onClose: (() => void) | undefined;
   #next = 0;
   #closed = false;
 
   /**
    * `server` is the RpcServer, or anything that serves a transport as one does; `onEvent` runs
-   * synchronously as the server sends each event, in the server's order.
+   * synchronously as the server sends each event, in the server's order; `onClose` once, when the
+   * link is gone (closed here or by the server's shutdown), after every pending call was rejected.
    */
-  constructor(server: { connect(transport: Transport): unknown }, onEvent: (event: RpcEvent) => void) {
+  constructor(server: { connect(transport: Transport): unknown }, onEvent: (event: RpcEvent) => void, onClose?: () => void) {
     this.#onEvent = onEvent;
+    this.#onClose = onClose;
     const { server: transport, client } = memoryPair();
     client.onmessage = (text) => this.#receive(text);
     client.onclose = () => this.#closedByServer();
@@ -132,5 +135,10 @@ export class RpcLink {
     this.#closed = true;
     for (const w of this.#pending.values()) w.reject(new RpcError(RpcCode.ShuttingDown, 'server is shutting down'));
     this.#pending.clear();
+    this.#onClose?.();
+  }
+
+  get closed(): boolean {
+    return this.#closed;
   }
 }
