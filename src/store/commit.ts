@@ -27,7 +27,7 @@ export interface Coalesced {
 }
 
 /**
- * Where a commit becomes durable beyond this process (the JetStream state log, jetstream/log.ts).
+ * Where a commit becomes durable beyond this process (the JetStream state log, remote/control/state/log.ts).
  * Without one, a local commit is durable; with one, the local database is this process's working
  * copy and what waits for a commit waits until the durability says the commit is stored.
  */
