@@ -2,8 +2,6 @@
 // UsageError with a one-line reason; the CLI prints it and exits 2.
 import { closest } from '../suggest.ts';
 
-export { closest };
-
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }

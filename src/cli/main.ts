@@ -2,7 +2,8 @@
 // an exit code (2 for bad usage, 1 for a failed call). Nothing else lives here.
 // Each command is imported only when it runs: `--version` or `call` should not pay for the
 // server's modules at start-up.
-import { closest, UsageError } from './flags.ts';
+import { UsageError } from './flags.ts';
+import { closest } from '../suggest.ts';
 import { VERSION } from '../version.ts';
 
 const COMMANDS = ['demo', 'serve', 'worker', 'store', 'call', 'watch', 'help', 'version'];

@@ -48,7 +48,7 @@ export interface Server {
  * so the restart must settle a tree (descendants first). KILL9_CHECKPOINT_MS adds
  * `--checkpoint-ms N` (unset: the server's default), to squeeze the coalesced checkpoint writes.
  */
-function flags(dir: string): string[] {
+export function serverArgs(dir: string): string[] {
   const checkpoint = process.env.KILL9_CHECKPOINT_MS;
   return [
     'serve',
@@ -70,7 +70,7 @@ function flags(dir: string): string[] {
  * (a later flag wins); fails at once if it exits instead.
  */
 export async function startServer(dir: string, extra: readonly string[] = []): Promise<Server> {
-  const proc = spawnSubrun([...flags(dir), ...extra]);
+  const proc = spawnSubrun([...serverArgs(dir), ...extra]);
   const line = proc.stderr.take((l) => l.startsWith('subrun listening on '), WAIT_MS, 'the listening line');
   const first = await Promise.race([line.then((l) => ({ line: l })), proc.exited.then((exit) => ({ exit }))]);
   if ('exit' in first) {

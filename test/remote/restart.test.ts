@@ -14,11 +14,11 @@ import {
   lastSeen,
   mustCall,
   removeStateDir,
+  serverArgs,
   sessionEvents,
   sigkill,
   sigterm,
   startServer,
-  TOKEN,
   within,
   type Host,
   type Server,
@@ -153,23 +153,7 @@ it.each([
     const leader = await plane(dir, ['--store', store]);
     // Waits for the lease before it opens its store: the leader holds both.
     const standbyDir = await nextDir(dir, store);
-    const standby = spawnSubrun([
-      'serve',
-      '--ws',
-      '--port',
-      '0',
-      '--token',
-      TOKEN,
-      '--state-dir',
-      standbyDir,
-      '--store',
-      store,
-      '--nats',
-      nats.url,
-      '--standby',
-      '--checkpoint-ms',
-      '20',
-    ]);
+    const standby = spawnSubrun([...serverArgs(standbyDir), '--store', store, '--nats', nats.url, '--standby', '--checkpoint-ms', '20']);
     await standby.stderr.take((l) => l.includes('standby: another control plane leads'), WAIT_MS, 'the standby waiting');
     await startWorker(nats.url);
     const a = await host(leader);
