@@ -1,247 +1,85 @@
 // Case 11, the HTTP API (docs/http.md), against a bare node:http server (bench/servers/http-bare.ts)
-// in its own process, all on 127.0.0.1:
-// - SSE throughput: S streams (50) of one session while its children emit E events; events
-//   delivered per second over all streams (enough streams that the figure is the transport's, not
-//   the runtime's cost of making each event once), against the bare server writing the very same bytes (subrun's,
-//   captured from the first round) to S streams (goal >= 0.8x). Rounds interleaved, medians.
-// - steer round trip: sequential `POST .../steer` (keep-alive) to a child that holds its steers,
-//   p50 against the bare server answering the same 202 JSON (goal <= 1.5x).
+// in its own process, all on 127.0.0.1, under load that outruns the server (issue 24):
+// - SSE throughput to 1 and to 4 readers, each its own raw-TCP process (bench/servers/sse-reader.ts),
+//   while a session's children emit E events a round; events delivered per second, against the
+//   bare server writing the very same frames (subrun's bytes, captured from a warm round), one
+//   write per frame. Server CPU per delivered event beside it, and whether a reader was the bound.
+// - steer under concurrency: Debian's `wrk` (one thread) at 1, 16 and 64 connections, round-robin
+//   over 16 children that hold their steers, a fresh session each round; p50, p99 and steers/s
+//   against the bare server answering the same 202 JSON, and server CPU per request.
 // - 1,000 idle SSE subscribers: the server's RSS they add, per subscriber, against the bare
 //   server's for 1,000 idle streams.
-import { writeFileSync, mkdtempSync } from 'node:fs';
-import { once } from 'node:events';
-import { Agent, request, type IncomingMessage } from 'node:http';
+// Rounds interleave subrun and bare; figures are medians over rounds.
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
-import { sequential, startProcess, type ServerProcess } from '../lib/rpc.ts';
+import { type ServerProcess } from '../lib/rpc.ts';
+import { startReaders } from '../lib/sse-readers.ts';
 import { median, row, type Row } from '../lib/stats.ts';
 import { BENCH_TOKEN, subrunWs } from '../lib/subrun.ts';
+import { wrk, type WrkResult } from '../lib/wrk.ts';
+import { bare, closeAgent, idleKibPerSubscriber, openSession, post, spawnHolders, watch, type Session, type Watch } from './http-parts.ts';
 
 interface Sizes {
-  readonly streams: number;
   readonly children: number;
   readonly says: number;
   readonly rounds: number;
-  readonly steers: number;
+  readonly readers: readonly number[];
+  readonly connections: readonly number[];
+  readonly steerRounds: number;
+  readonly steerSeconds: number;
   readonly idle: number;
 }
 
 const SIZES = {
-  full: { streams: 50, children: 10, says: 300, rounds: 5, steers: 3000, idle: 1000 },
-  quick: { streams: 50, children: 10, says: 100, rounds: 3, steers: 1000, idle: 1000 },
-  tiny: { streams: 2, children: 2, says: 5, rounds: 1, steers: 20, idle: 20 },
+  full: { children: 10, says: 4000, rounds: 5, readers: [1, 4], connections: [1, 16, 64], steerRounds: 3, steerSeconds: 3, idle: 1000 },
+  quick: { children: 10, says: 1500, rounds: 3, readers: [1, 4], connections: [1, 16, 64], steerRounds: 2, steerSeconds: 2, idle: 1000 },
+  tiny: { children: 2, says: 5, rounds: 1, readers: [1], connections: [2], steerRounds: 1, steerSeconds: 1, idle: 20 },
 } as const satisfies Record<string, Sizes>;
 
-const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+/** A reader above this share of a core may be what bounds the figure. */
+const CLIENT_BOUND = 0.8;
+const HOLDERS = 16;
 
-function post(port: number, path: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const r = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: 'POST',
-        agent,
-        headers: { Authorization: `Bearer ${BENCH_TOKEN}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    r.on('error', reject);
-    r.end(body);
-  });
+interface Round {
+  readonly rate: number;
+  /** Server CPU per delivered event, µs. */
+  readonly cpuPerEvent: number;
+  /** The busiest reader's share of a core. */
+  readonly clientCore: number;
 }
 
-/** An open event stream that counts what it receives and can wait for a marker or a byte count. */
-interface Watch {
-  readonly res: IncomingMessage;
-  bytes: number;
-  /** `session.idle` frames seen so far. */
-  idles: number;
-  text: string | undefined;
-  waitFor(pred: () => boolean): Promise<void>;
-  close(): void;
-}
-
-async function watch(port: number, path: string, keep = false): Promise<Watch> {
-  const r = request({ host: '127.0.0.1', port, path, headers: { Authorization: `Bearer ${BENCH_TOKEN}` } });
-  r.end();
-  const [res] = (await once(r, 'response')) as [IncomingMessage];
-  res.setEncoding('utf8');
-  const waiters: Array<{ pred: () => boolean; done: () => void }> = [];
-  const w: Watch = {
-    res,
-    bytes: 0,
-    idles: 0,
-    text: keep ? '' : undefined,
-    waitFor: (pred) => (pred() ? Promise.resolve() : new Promise((done) => waiters.push({ pred, done }))),
-    close: () => r.destroy(),
-  };
-  let carry = '';
-  const MARK = 'event: session.idle\n';
-  const count = (t: string) => t.split(MARK).length - 1;
-  res.on('data', (c: string) => {
-    w.bytes += Buffer.byteLength(c);
-    if (w.text !== undefined) w.text += c;
-    w.idles += count(carry + c) - count(carry);
-    carry = (carry + c).slice(-64);
-    (w as { last?: string }).last = carry;
-    for (let i = waiters.length - 1; i >= 0; i--) {
-      const x = waiters[i] as { pred: () => boolean; done: () => void };
-      if (x.pred()) {
-        waiters.splice(i, 1);
-        x.done();
-      }
-    }
-  });
-  return w;
-}
-
-const lastOf = (w: Watch) => (w as { last?: string }).last ?? '';
-
-async function bare(env: Record<string, string>): Promise<{ proc: ServerProcess; port: number }> {
-  const proc = startProcess(['--import', 'tsx', 'bench/servers/http-bare.ts'], env);
-  const stdout = proc.child.stdout;
-  if (!stdout) throw new Error('no stdout');
-  stdout.setEncoding('utf8');
-  const [first] = (await once(stdout, 'data')) as [string];
-  const port = Number(/listening (\d+)/.exec(first)?.[1]);
-  if (!port) throw new Error(`http-bare did not say its port: ${first}`);
-  return { proc, port };
-}
+const bound = (core: number) =>
+  core > CLIENT_BOUND ? `client-bound (a reader at ${(core * 100).toFixed(0)}% of a core)` : `server-bound (readers ≤ ${(core * 100).toFixed(0)}% of a core)`;
 
 export const httpCase: BenchCase = {
   name: 'http',
-  title: 'HTTP API: SSE throughput and steer round trip vs bare node:http; 1,000 idle SSE subscribers',
+  title: 'HTTP API under load: SSE to 1 and 4 reader processes, steer by wrk at 1/16/64 connections, vs bare node:http; idle SSE subscribers',
   async run(opts: CaseOptions): Promise<Row[]> {
     const z = bySize<Sizes>(opts.mode, SIZES);
     const procs: ServerProcess[] = [];
-    const watches: Watch[] = [];
+    const stops: Array<() => unknown> = [];
+    const rows: Row[] = [];
     try {
-      const sub = await subrunWs([
-        '--max-concurrent-children',
-        String(Math.max(16, z.children)),
-        '--max-queued-steers',
-        '100000',
-        '--max-queued-steer-bytes',
-        String(64 * 1024 * 1024),
-      ]);
+      const sub = await subrunWs(['--max-concurrent-children', '1024', '--max-queued-steers', '100000', '--max-queued-steer-bytes', String(256 * 1024 * 1024)]);
       procs.push(sub.proc);
       const port = Number(new URL(sub.url).port);
-      const s = JSON.parse((await post(port, '/v1/sessions', '{}')).text) as { session_id: string; session_key: string };
-      const key = { 'X-Subrun-Session-Key': s.session_key };
-      const eventsPath = `/v1/sessions/${s.session_id}/events?session_key=${encodeURIComponent(s.session_key)}`;
-
-      // ---- SSE throughput ----
-      const streams: Watch[] = [];
-      for (let i = 0; i < z.streams; i++) streams.push(await watch(port, eventsPath, i === 0));
-      watches.push(...streams);
-      await Promise.all(streams.map((w) => w.waitFor(() => lastOf(w).endsWith('}\n\n'))));
       const tasks = JSON.stringify({
         tasks: Array.from({ length: z.children }, (_, i) => ({
           goal: `c${i}`,
           agent: { kind: 'scripted', steps: Array.from({ length: z.says }, (_, j) => ({ op: 'say', text: `line ${j} of child ${i}` })) },
         })),
       });
-      const subrunRound = async (): Promise<{ rate: number; frames: string }> => {
-        const first = streams[0] as Watch;
-        const from = first.text?.length ?? 0;
-        const idles = streams.map((w) => w.idles);
-        const t = performance.now();
-        const r = await post(port, `/v1/sessions/${s.session_id}/delegations`, tasks, key);
-        if (r.status !== 202) throw new Error(`spawn: ${r.status} ${r.text}`);
-        // The idle frame is the round's last; its data line follows the marker.
-        await Promise.all(streams.map((w, i) => w.waitFor(() => w.idles > (idles[i] as number) && lastOf(w).endsWith('}}\n\n'))));
-        const ms = performance.now() - t;
-        const frames = (first.text ?? '').slice(from);
-        const count = (frames.match(/^id: /gm) ?? []).length;
-        if (first.text !== undefined) first.text = '';
-        return { rate: (count * z.streams) / (ms / 1000), frames };
-      };
-      const warm = await subrunRound();
-      const dir = mkdtempSync(join(tmpdir(), 'subrun-bench-http-'));
-      const framesFile = join(dir, 'frames.txt');
-      writeFileSync(framesFile, warm.frames);
-      const frameCount = (warm.frames.match(/^id: /gm) ?? []).length;
-      opts.log(`http: ${frameCount} events a round, ${Buffer.byteLength(warm.frames)} bytes, to ${z.streams} streams`);
 
-      const steerResult = JSON.stringify({ status: 'queued', subagent_id: 'sa_0123456789ab', text: 'steer text', steer_id: 'st_0123456789ab' });
-      const b = await bare({ BENCH_FRAMES_FILE: framesFile, BENCH_RESULT: steerResult });
-      procs.push(b.proc);
-      const bareStreams: Watch[] = [];
-      for (let i = 0; i < z.streams; i++) bareStreams.push(await watch(b.port, '/events'));
-      watches.push(...bareStreams);
-      await Promise.all(bareStreams.map((w) => w.waitFor(() => w.bytes > 0)));
-      const total = Buffer.byteLength(warm.frames);
-      const bareRound = async (): Promise<number> => {
-        const marks = bareStreams.map((w) => w.bytes);
-        const t = performance.now();
-        await post(b.port, '/fire', '{}');
-        await Promise.all(bareStreams.map((w, i) => w.waitFor(() => w.bytes - (marks[i] as number) >= total)));
-        return (frameCount * z.streams) / ((performance.now() - t) / 1000);
-      };
-      const subRates: number[] = [];
-      const bareRates: number[] = [];
-      for (let i = 0; i < z.rounds; i++) {
-        subRates.push((await subrunRound()).rate);
-        bareRates.push(await bareRound());
-      }
-      for (const w of [...streams, ...bareStreams]) w.close();
-
-      // ---- steer round trip ----
-      const hold = JSON.stringify({ tasks: [{ goal: 'holds its steers', agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }] });
-      const d = JSON.parse((await post(port, `/v1/sessions/${s.session_id}/delegations`, hold, key)).text) as { subagent_ids: string[] };
-      const steerPath = `/v1/sessions/${s.session_id}/subagents/${d.subagent_ids[0]}/steer`;
-      const steerBody = JSON.stringify({ text: 'steer text' });
-      const check = await post(port, steerPath, steerBody, key);
-      if (check.status !== 202 || check.text.length !== steerResult.length) throw new Error(`steer: ${check.status} ${check.text}`);
-      const subLat: number[] = [];
-      const bareLat: number[] = [];
-      const slice = Math.max(1, Math.floor(z.steers / 5));
-      for (let i = 0; i < 5; i++) {
-        subLat.push(...(await sequential(() => post(port, steerPath, steerBody, key), slice, 60_000)).latencies);
-        bareLat.push(...(await sequential(() => post(b.port, '/steer', steerBody), slice, 60_000)).latencies);
-      }
-
-      // ---- idle subscribers ----
-      const idle = async (p: number, path: string, proc: ServerProcess): Promise<number> => {
-        const before = proc.rss();
-        const ws: Watch[] = [];
-        for (let i = 0; i < z.idle; i++) ws.push(await watch(p, path));
-        await Promise.all(ws.map((w) => w.waitFor(() => w.bytes > 0)));
-        await new Promise((r) => setTimeout(r, 200));
-        const after = proc.rss();
-        for (const w of ws) w.close();
-        return (after - before) / z.idle / 1024;
-      };
-      const subIdle = await idle(port, eventsPath, sub.proc);
-      const bareIdle = await idle(b.port, '/events', b.proc);
-
-      return [
-        row({
-          case: 'http.sse.events_per_s',
-          figure: median(subRates),
-          unit: 'events/s',
-          baseline: median(bareRates),
-          baseline_unit: 'events/s (bare node:http)',
-          goal: '>= 0.8',
-          note: `${z.streams} streams, ${frameCount} events a round`,
-        }),
-        row({
-          case: 'http.steer.rtt_p50',
-          figure: median(subLat),
-          unit: 'µs',
-          baseline: median(bareLat),
-          baseline_unit: 'µs (bare node:http)',
-          goal: '<= 1.5',
-          note: 'sequential, keep-alive',
-        }),
+      // ---- idle subscribers: first, before any load has grown either heap ----
+      const idleSession = await openSession(port);
+      const subIdle = await idleKibPerSubscriber(port, idleSession.eventsPath, sub.proc, z.idle);
+      const idleBare = await bare({});
+      procs.push(idleBare.proc);
+      const bareIdle = await idleKibPerSubscriber(idleBare.port, '/events', idleBare.proc, z.idle);
+      await idleBare.proc.stop();
+      rows.push(
         row({
           case: 'http.sse.idle_kib_per_subscriber',
           figure: subIdle,
@@ -250,11 +88,141 @@ export const httpCase: BenchCase = {
           baseline_unit: 'KiB RSS (bare node:http)',
           note: `${z.idle} idle streams`,
         }),
-      ];
+      );
+      // ---- SSE throughput: a warm round captures subrun's frames for the bare server ----
+      const warmSession = await openSession(port);
+      const capture: Watch = await watch(port, warmSession.eventsPath, true);
+      stops.push(() => capture.close());
+      await capture.waitFor(() => capture.bytes > 0);
+      const fire = async (s: Session) => {
+        const r = await post(port, `/v1/sessions/${s.id}/delegations`, tasks, s.keyHeader);
+        if (r.status !== 202) throw new Error(`spawn: ${r.status} ${r.text}`);
+      };
+      await fire(warmSession);
+      await capture.waitFor(() => capture.idles > 0 && (capture.text ?? '').endsWith('}}\n\n'));
+      const frames = (capture.text ?? '').slice((capture.text ?? '').indexOf('id: '));
+      capture.close();
+      const frameCount = (frames.match(/^id: /gm) ?? []).length;
+      const framesFile = join(mkdtempSync(join(tmpdir(), 'subrun-bench-http-')), 'frames.txt');
+      writeFileSync(framesFile, frames);
+      opts.log(`http: ${frameCount} events a round, ${Buffer.byteLength(frames)} bytes`);
+
+      const steerResult = JSON.stringify({ status: 'queued', subagent_id: 'sa_0123456789ab', text: 'steer text', steer_id: 'st_0123456789ab' });
+      const b = await bare({ BENCH_FRAMES_FILE: framesFile, BENCH_RESULT: steerResult });
+      procs.push(b.proc);
+
+      const measure = async (
+        proc: ServerProcess,
+        readers: { next(): Promise<{ frames: readonly number[]; cpu: readonly number[] }> },
+        go: () => Promise<void>,
+      ): Promise<Round> => {
+        const cpu0 = proc.cpu();
+        const t = performance.now();
+        await go();
+        const got = await readers.next();
+        const secs = (performance.now() - t) / 1000;
+        const delivered = got.frames.reduce((a, x) => a + x, 0);
+        // Every reader sees every event of the round (the bare server's rounds are the captured ones).
+        if (got.frames.some((f) => f !== got.frames[0])) throw new Error(`the readers got ${got.frames.join(',')} frames`);
+        return { rate: delivered / secs, cpuPerEvent: (proc.cpu() - cpu0) / delivered, clientCore: Math.max(...got.cpu) / 1e6 / secs };
+      };
+      for (const n of z.readers) {
+        const s = await openSession(port);
+        const subReaders = await startReaders(n, port, s.eventsPath, BENCH_TOKEN);
+        stops.push(() => subReaders.stop());
+        const bareReaders = await startReaders(n, b.port, '/events', BENCH_TOKEN);
+        stops.push(() => bareReaders.stop());
+        const subRounds: Round[] = [];
+        const bareRounds: Round[] = [];
+        for (let i = 0; i < z.rounds; i++) {
+          subRounds.push(await measure(sub.proc, subReaders, () => fire(s)));
+          bareRounds.push(
+            await measure(b.proc, bareReaders, async () => {
+              await post(b.port, '/fire', '{}');
+            }),
+          );
+        }
+        await subReaders.stop();
+        await bareReaders.stop();
+        const m = (rs: Round[], k: keyof Round) => median(rs.map((r) => r[k]));
+        rows.push(
+          row({
+            case: `http.sse.events_per_s@${n}reader${n > 1 ? 's' : ''}`,
+            figure: m(subRounds, 'rate'),
+            unit: 'events/s',
+            baseline: m(bareRounds, 'rate'),
+            baseline_unit: 'events/s (bare node:http)',
+            goal: '>= 0.9',
+            note:
+              `${frameCount} events a round to ${n} reader process${n > 1 ? 'es' : ''}; server CPU ${m(subRounds, 'cpuPerEvent').toFixed(2)} µs per delivered event ` +
+              `(bare ${m(bareRounds, 'cpuPerEvent').toFixed(2)}); subrun ${bound(m(subRounds, 'clientCore'))}, bare ${bound(m(bareRounds, 'clientCore'))}`,
+          }),
+        );
+      }
+
+      // ---- steer under concurrency (wrk) ----
+      const body = JSON.stringify({ text: 'steer text' });
+      for (const c of z.connections) {
+        const subR: Array<WrkResult & { cpu: number }> = [];
+        const bareR: Array<WrkResult & { cpu: number }> = [];
+        const run = async (proc: ServerProcess, p: number, paths: string[], headers: Record<string, string>) => {
+          const cpu0 = proc.cpu();
+          const r = await wrk(p, {
+            connections: c,
+            seconds: z.steerSeconds,
+            paths,
+            headers: { Authorization: `Bearer ${BENCH_TOKEN}`, 'Content-Type': 'application/json', ...headers },
+            body,
+          });
+          if (r.badStatus > 0 || r.socketErrors > 0) throw new Error(`wrk at ${c}: ${r.badStatus} bad answers, ${r.socketErrors} socket errors`);
+          return { ...r, cpu: (proc.cpu() - cpu0) / r.requests };
+        };
+        for (let i = 0; i < z.steerRounds; i++) {
+          const s = await openSession(port);
+          const ids = await spawnHolders(port, s, HOLDERS);
+          subR.push(
+            await run(
+              sub.proc,
+              port,
+              ids.map((id) => `/v1/sessions/${s.id}/subagents/${id}/steer`),
+              s.keyHeader,
+            ),
+          );
+          bareR.push(await run(b.proc, b.port, ['/steer'], {}));
+        }
+        const m = (rs: Array<WrkResult & { cpu: number }>, k: 'p50' | 'p99' | 'perSec' | 'cpu' | 'clientCore') => median(rs.map((r) => r[k]));
+        const note = `wrk -t1 -c${c}, ${HOLDERS} children round-robin; p99 ${m(subR, 'p99')} µs (bare ${m(bareR, 'p99')}); server CPU ${m(subR, 'cpu').toFixed(1)} µs/request (bare ${m(bareR, 'cpu').toFixed(1)}); wrk at ${(m(subR, 'clientCore') * 100).toFixed(0)}% / ${(m(bareR, 'clientCore') * 100).toFixed(0)}% of a core`;
+        rows.push(
+          row({
+            case: `http.steer.p50@${c}conn`,
+            figure: m(subR, 'p50'),
+            unit: 'µs',
+            baseline: m(bareR, 'p50'),
+            baseline_unit: 'µs (bare node:http)',
+            goal: '<= 1.3',
+            note,
+          }),
+        );
+        if (c === Math.max(...z.connections)) {
+          rows.push(
+            row({
+              case: `http.steer.per_s@${c}conn`,
+              figure: m(subR, 'perSec'),
+              unit: 'steers/s',
+              baseline: m(bareR, 'perSec'),
+              baseline_unit: 'steers/s (bare node:http)',
+              goal: '>= 0.75',
+              note,
+            }),
+          );
+        }
+      }
+
+      return rows;
     } finally {
-      for (const w of watches) w.close();
-      agent.destroy();
+      for (const s of stops) await s();
       for (const p of procs) await p.stop();
+      closeAgent();
     }
   },
 };

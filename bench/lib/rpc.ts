@@ -70,6 +70,8 @@ export interface ServerProcess {
   readonly stderr: () => string;
   /** Resident set size of the server process, in bytes (from /proc). */
   rss(): number;
+  /** CPU time (user + system) the process has used so far, µs (from /proc; 10 ms resolution). */
+  cpu(): number;
   stop(): Promise<void>;
 }
 
@@ -90,6 +92,7 @@ export function startProcess(args: readonly string[], env: Record<string, string
     child,
     stderr: () => err,
     rss: () => readRss(child.pid),
+    cpu: () => readCpu(child.pid),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.stdin?.end();
@@ -107,6 +110,20 @@ export function readRss(pid: number | undefined): number {
     // /proc/PID/statm: size resident ... in pages.
     const statm = readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ');
     return Number(statm[1]) * 4096;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU time (utime + stime) of a live process, µs; 0 once it is gone. */
+export function readCpu(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    // /proc/PID/stat: the command may hold spaces, so count fields after its closing paren;
+    // utime and stime are fields 14 and 15, in clock ticks (100 a second on Linux).
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10_000;
   } catch {
     return 0;
   }
