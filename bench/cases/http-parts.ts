@@ -16,6 +16,12 @@ export function get(port: number, path: string, headers: Record<string, string> 
   return send('GET', port, path, '', headers);
 }
 
+/** Closes a session (its children stop, what it held is released): each round starts clean. */
+export async function closeSession(port: number, s: Session): Promise<void> {
+  const r = await send('DELETE', port, `/v1/sessions/${s.id}`, '', s.keyHeader);
+  if (r.status !== 200) throw new Error(`close: ${r.status} ${r.text}`);
+}
+
 function send(method: string, port: number, path: string, body: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const r = request(

@@ -16,10 +16,11 @@ import { join } from 'node:path';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { type ServerProcess } from '../lib/rpc.ts';
 import { startReaders } from '../lib/sse-readers.ts';
+import { eventFloorUs, steerFloorUs } from '../lib/floor.ts';
 import { median, row, type Row } from '../lib/stats.ts';
 import { BENCH_TOKEN, subrunWs } from '../lib/subrun.ts';
 import { wrk, type WrkResult } from '../lib/wrk.ts';
-import { bare, closeAgent, idleKibPerSubscriber, openSession, post, spawnHolders, watch, type Session, type Watch } from './http-parts.ts';
+import { bare, closeAgent, closeSession, idleKibPerSubscriber, openSession, post, spawnHolders, watch, type Session, type Watch } from './http-parts.ts';
 
 interface Sizes {
   readonly children: number;
@@ -30,12 +31,33 @@ interface Sizes {
   readonly steerRounds: number;
   readonly steerSeconds: number;
   readonly idle: number;
+  readonly steerFloorCalls: number;
 }
 
 const SIZES = {
-  full: { children: 10, says: 4000, rounds: 5, readers: [1, 4], connections: [1, 16, 64], steerRounds: 3, steerSeconds: 3, idle: 1000 },
-  quick: { children: 10, says: 1500, rounds: 3, readers: [1, 4], connections: [1, 16, 64], steerRounds: 2, steerSeconds: 2, idle: 1000 },
-  tiny: { children: 2, says: 5, rounds: 1, readers: [1], connections: [2], steerRounds: 1, steerSeconds: 1, idle: 20 },
+  full: {
+    children: 10,
+    says: 4000,
+    rounds: 5,
+    readers: [1, 4],
+    connections: [1, 16, 64],
+    steerRounds: 3,
+    steerSeconds: 3,
+    idle: 1000,
+    steerFloorCalls: 50_000,
+  },
+  quick: {
+    children: 10,
+    says: 1500,
+    rounds: 3,
+    readers: [1, 4],
+    connections: [1, 16, 64],
+    steerRounds: 2,
+    steerSeconds: 2,
+    idle: 1000,
+    steerFloorCalls: 20_000,
+  },
+  tiny: { children: 2, says: 5, rounds: 1, readers: [1], connections: [2], steerRounds: 1, steerSeconds: 1, idle: 20, steerFloorCalls: 200 },
 } as const satisfies Record<string, Sizes>;
 
 /** A reader above this share of a core may be what bounds the figure. */
@@ -106,6 +128,10 @@ export const httpCase: BenchCase = {
       const framesFile = join(mkdtempSync(join(tmpdir(), 'subrun-bench-http-')), 'frames.txt');
       writeFileSync(framesFile, frames);
       opts.log(`http: ${frameCount} events a round, ${Buffer.byteLength(frames)} bytes`);
+      // The runtime's own cost per event (made and serialised once, no transport), in this process.
+      const eventFloor = await eventFloorUs((JSON.parse(tasks) as { tasks: unknown[] }).tasks);
+      const steerFloor = await steerFloorUs(HOLDERS, z.steerFloorCalls);
+      opts.log(`http: floors: ${eventFloor.us.toFixed(2)} µs CPU per event, ${steerFloor.toFixed(2)} µs CPU per steer (in-process, no transport)`);
 
       const steerResult = JSON.stringify({ status: 'queued', subagent_id: 'sa_0123456789ab', text: 'steer text', steer_id: 'st_0123456789ab' });
       const b = await bare({ BENCH_FRAMES_FILE: framesFile, BENCH_RESULT: steerResult });
@@ -143,6 +169,7 @@ export const httpCase: BenchCase = {
           );
         }
         await subReaders.stop();
+        await closeSession(port, s);
         await bareReaders.stop();
         const m = (rs: Round[], k: keyof Round) => median(rs.map((r) => r[k]));
         rows.push(
@@ -156,6 +183,20 @@ export const httpCase: BenchCase = {
             note:
               `${frameCount} events a round to ${n} reader process${n > 1 ? 'es' : ''}; server CPU ${m(subRounds, 'cpuPerEvent').toFixed(2)} µs per delivered event ` +
               `(bare ${m(bareRounds, 'cpuPerEvent').toFixed(2)}); subrun ${bound(m(subRounds, 'clientCore'))}, bare ${bound(m(bareRounds, 'clientCore'))}`,
+          }),
+        );
+        // The floor: the bare server's cost per delivered event plus the runtime's cost of making
+        // the event (once for all n streams). At 1.0 the HTTP side adds nothing to the two.
+        const floor = m(bareRounds, 'cpuPerEvent') + eventFloor.us / n;
+        rows.push(
+          row({
+            case: `http.sse.cpu_over_floor@${n}reader${n > 1 ? 's' : ''}`,
+            figure: m(subRounds, 'cpuPerEvent'),
+            unit: 'µs CPU/event',
+            baseline: floor,
+            baseline_unit: 'µs CPU/event (bare + the runtime making it)',
+            goal: '<= 1.2',
+            note: `the throughput this floor allows: ${(m(bareRounds, 'cpuPerEvent') / floor).toFixed(2)}x bare; runtime floor ${eventFloor.us.toFixed(2)} µs/event in-process`,
           }),
         );
       }
@@ -188,6 +229,8 @@ export const httpCase: BenchCase = {
               s.keyHeader,
             ),
           );
+          // Its children and their queued steers go: no round pays for the heap of the one before.
+          await closeSession(port, s);
           bareR.push(await run(b.proc, b.port, ['/steer'], {}));
         }
         const m = (rs: Array<WrkResult & { cpu: number }>, k: 'p50' | 'p99' | 'perSec' | 'cpu' | 'clientCore') => median(rs.map((r) => r[k]));
@@ -201,6 +244,17 @@ export const httpCase: BenchCase = {
             baseline_unit: 'µs (bare node:http)',
             goal: '<= 1.3',
             note,
+          }),
+        );
+        rows.push(
+          row({
+            case: `http.steer.cpu_over_floor@${c}conn`,
+            figure: m(subR, 'cpu'),
+            unit: 'µs CPU/request',
+            baseline: m(bareR, 'cpu') + steerFloor,
+            baseline_unit: 'µs CPU/request (bare + the runtime steer)',
+            goal: '<= 1.2',
+            note: `runtime floor ${steerFloor.toFixed(2)} µs/steer in-process (session attach, the method, detach); the latency this floor allows: ${((m(bareR, 'cpu') + steerFloor) / m(bareR, 'cpu')).toFixed(2)}x bare's CPU`,
           }),
         );
         if (c === Math.max(...z.connections)) {

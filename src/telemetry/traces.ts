@@ -102,7 +102,9 @@ export class Traces implements RuntimeObserver {
   steerQueued(subagent_id: string, steer_id: string, bytes: number, at: number): void {
     requestSpan()?.setAttributes({ 'subrun.steer.fate': 'queued', 'subrun.steer.id': steer_id });
     const child = this.#children.get(subagent_id);
-    if (!child) return;
+    // A span nobody records (no SDK, or sampled out) keeps no wait to measure: the queued steers of
+    // a busy child would fill the map for nothing (bench: http.steer).
+    if (!child?.span.isRecording()) return;
     this.#steers.set(steer_id, at);
     child.span.addEvent('subrun.steer.queued', { 'subrun.steer.id': steer_id, 'subrun.steer.bytes': bytes });
   }

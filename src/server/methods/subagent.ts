@@ -1,5 +1,6 @@
 // subagent.* : list, tail, steer, interrupt — hermes-agent's shapes, so its hosts work unchanged.
 // A foreign, unknown or retired child gets the method's "not found" answer, revealing nothing.
+import { steerTextProblem } from '../../contract/methods.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import { FlatJsonCache, JsonText } from '../json-text.ts';
 import type { Session } from '../sessions.ts';
@@ -60,7 +61,20 @@ export const subagentMethods = {
         return fate === 'uncertain' ? { ...queued, uncertain: true as const } : queued;
       });
     },
-    { idempotent: true, writes: true, wire: (a) => (a.status === 'queued' ? a : { status: a.status, subagent_id: a.subagent_id, text: a.text }) },
+    {
+      idempotent: true,
+      writes: true,
+      // The steer is the call hosts make most: params the schema would pass through unchanged
+      // (an id, text already trimmed and within bounds, no key) skip its copy (bench: http.steer).
+      accepts: (p): p is { session_id: unknown; subagent_id: string; text: string } =>
+        typeof p.subagent_id === 'string' &&
+        p.subagent_id.trim() !== '' &&
+        typeof p.text === 'string' &&
+        p.text.trim() === p.text &&
+        steerTextProblem(p.text) === undefined &&
+        p.idempotency_key === undefined,
+      wire: (a) => (a.status === 'queued' ? a : { status: a.status, subagent_id: a.subagent_id, text: a.text }),
+    },
   ),
 
   // A child the last process lost (error / server_restart, or worker_lost) continues as a new
