@@ -4,7 +4,9 @@
 // each driven by the same lean newline-delimited client, so the servers are compared (goal: MCP's
 // p50 <= 1.5x JSON-RPC's): what MCP adds is the SDK's framing, its input and output schema checks,
 // and the translation onto the same RPC method through the in-memory link. One more row times the
-// SDK's own Client (what hosts run), whose schema checks on every answer are the host's cost.
+// SDK's own Client (what hosts run), whose schema checks on every answer are the host's cost. The
+// floor (bench/servers/mcp-bare.ts): the SDK's McpServer with the same tool schemas answering at
+// once, timed in the same rounds: what any server on the official SDK pays per call.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
@@ -70,6 +72,16 @@ export const mcpCase: BenchCase = {
         if (r.structuredContent?.status !== 'queued') throw new Error(`steer not queued: ${JSON.stringify(r)}`);
       };
 
+      const bareProc = startProcess(['--import', 'tsx', 'bench/servers/mcp-bare.ts']);
+      procs.push(bareProc);
+      const bare = ndjsonClient(bareProc);
+      await bare.call('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } });
+      bareProc.child.stdin?.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+      const bareSteer = async () => {
+        const r = (await bare.call('tools/call', { name: 'steer_subagent', arguments: { subagent_id: child, text: TEXT } })) as Tool;
+        if (r.structuredContent?.status !== 'queued') throw new Error(`floor not queued: ${JSON.stringify(r)}`);
+      };
+
       const transport = new StdioClientTransport({
         command: process.execPath,
         args: ['bin/subrun.js', 'serve', '--mcp', ...FLAGS],
@@ -86,10 +98,10 @@ export const mcpCase: BenchCase = {
       const sdkChild = ((d.structuredContent as { subagent_ids?: string[] } | undefined)?.subagent_ids ?? [])[0];
       const sdkSteer = () => host.callTool({ name: 'steer_subagent', arguments: { subagent_id: sdkChild, text: TEXT } });
 
-      const targets = { rpc: rpcSteer, mcp: mcpSteer, sdk: sdkSteer };
-      const p50s = { rpc: [] as number[], mcp: [] as number[], sdk: [] as number[] };
-      const all = { rpc: [] as number[], mcp: [] as number[], sdk: [] as number[] };
-      const names = ['rpc', 'mcp', 'sdk'] as const;
+      const targets = { rpc: rpcSteer, mcp: mcpSteer, sdk: sdkSteer, bare: bareSteer };
+      const p50s = { rpc: [] as number[], mcp: [] as number[], sdk: [] as number[], bare: [] as number[] };
+      const all = { rpc: [] as number[], mcp: [] as number[], sdk: [] as number[], bare: [] as number[] };
+      const names = ['rpc', 'mcp', 'sdk', 'bare'] as const;
       for (const n of names) await sequential(targets[n], sizes.warmup, 10_000);
       for (let r = 0; r < sizes.rounds; r++) {
         // Each round starts with another target, so neither gains from going first.
@@ -110,6 +122,23 @@ export const mcpCase: BenchCase = {
           baseline_unit: 'µs (subagent.steer over JSON-RPC stdio)',
           goal: '<= 1.5',
           note: `p99 ${percentile(all.mcp, 99).toFixed(0)} µs vs ${percentile(all.rpc, 99).toFixed(0)} µs`,
+        }),
+        row({
+          case: 'mcp.sdk_floor.rtt_p50',
+          figure: median(p50s.bare),
+          unit: 'µs',
+          baseline: median(p50s.rpc),
+          baseline_unit: 'µs (subagent.steer over JSON-RPC stdio)',
+          note: "the SDK's McpServer with the same tool schemas answering at once, no runtime: above 1.5x, the goal above is out of reach on the official SDK",
+        }),
+        row({
+          case: 'mcp.steer.over_sdk_floor',
+          figure: median(p50s.mcp),
+          unit: 'µs',
+          baseline: median(p50s.bare),
+          baseline_unit: 'µs (the SDK floor)',
+          goal: '<= 1.3',
+          note: "what subrun adds to the SDK's own cost: the translation onto subagent.steer and the steer itself",
         }),
         row({
           case: 'mcp.steer.sdk_client_rtt_p50',
