@@ -36,6 +36,8 @@ export class ChildRecord {
   readonly revived_from: string | undefined;
   /** What the run continues from (RunnerContext.restored). */
   readonly restored: RestoredRun | undefined;
+  /** Epoch milliseconds: when it was made (queued), before any start. */
+  readonly created_at: number;
   /** The runner's latest saveProgress(), kept for the journal. */
   progress: unknown;
 
@@ -67,7 +69,8 @@ export class ChildRecord {
   #done: Promise<CompletionEntry> | undefined;
   #resolveDone: ((entry: CompletionEntry) => void) | undefined;
 
-  constructor(init: ChildInit, lifecycle: ChildLifecycle) {
+  constructor(init: ChildInit, lifecycle: ChildLifecycle, created_at: number) {
+    this.created_at = created_at;
     this.subagent_id = init.subagent_id;
     this.parent_id = init.parent_id;
     this.depth = init.depth;

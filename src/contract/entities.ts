@@ -78,6 +78,35 @@ export const interruptResultSchema = z.strictObject({
   interrupted: z.array(id),
 });
 
+/** A steer's fate as the timeline tells it (observability: the dashboard's timeline). */
+export const steerFateSchema = z.enum(['queued', 'delivered', 'missed', 'rejected']);
+
+/**
+ * One session's timeline (session.timeline, GET .../timeline): its live and retained children in
+ * tree order, each steer once with its current fate, each child an interrupt reached. Unix seconds.
+ */
+export const timelineSchema = z.strictObject({
+  session_id: id,
+  now: unixSeconds,
+  children: z.array(
+    z.strictObject({
+      subagent_id: id,
+      parent_id: id.nullable(),
+      depth: z.number().int().nonnegative(),
+      goal: z.string(),
+      status: childStatusSchema,
+      created_at: unixSeconds,
+      started_at: unixSeconds.nullable(),
+      finished_at: unixSeconds.nullable(),
+    }),
+  ),
+  // `at`: when it settled (null while queued); a rejected steer has no steer_id and no queued_at.
+  steers: z.array(
+    z.strictObject({ steer_id: id.nullable(), subagent_id: id, fate: steerFateSchema, queued_at: unixSeconds.nullable(), at: unixSeconds.nullable() }),
+  ),
+  interrupts: z.array(z.strictObject({ subagent_id: id, target_id: id, at: unixSeconds })),
+});
+
 // ---- the types of these objects, inferred: the schemas above are their single source ----
 
 /** Deeply readonly: what the runtime hands out is never changed by the receiver. */
@@ -94,3 +123,5 @@ export type Tokens = CompletionEntry['tokens'];
 export type TailResult = Immutable<z.output<typeof tailResultSchema>>;
 export type WireSteerResult = Immutable<z.output<typeof steerResultSchema>>;
 export type InterruptResult = Readonly<z.output<typeof interruptResultSchema>>;
+export type Timeline = Immutable<z.output<typeof timelineSchema>>;
+export type TimelineFate = z.output<typeof steerFateSchema>;

@@ -9,6 +9,7 @@ import {
   recoveredSchema,
   snapshotSchema,
   tailResultSchema,
+  timelineSchema,
   unixSeconds,
 } from './entities.ts';
 import { wireEventSchema } from './events.ts';
@@ -147,6 +148,7 @@ export const paramsSchemas = {
   'session.reset': loose({ session_id: sessionRef, idempotency_key: idempotencyKey }),
   'session.close': loose({ session_id: sessionRef }),
   'session.events.since': loose({ session_id: sessionRef, session_key: sessionKey, last_seen: z.number().int().nonnegative().nullable().optional() }),
+  'session.timeline': loose({ session_id: sessionRef }),
   'delegation.spawn': loose({
     session_id: sessionRef,
     tasks: requiredList('tasks'),
@@ -274,6 +276,7 @@ export const resultSchemas = {
     epoch: z.string().min(1),
     open_requests: z.array(z.unknown()),
   }),
+  'session.timeline': timelineSchema,
   'delegation.spawn': z.strictObject({
     status: z.literal('dispatched'),
     delegation_id: id,

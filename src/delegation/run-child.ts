@@ -36,7 +36,9 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
     // eslint-disable-next-line @typescript-eslint/unbound-method
     const hook = runner.onSteer;
     this.steerVeto = hook ? (steer) => hook.call(runner, steer, this.ctx) : undefined;
-    const record = (this.record = new ChildRecord(init, this));
+    // An adopted child was made before the restart: no later than its start.
+    const now = core.clock.now();
+    const record = (this.record = new ChildRecord(init, this, init.adopted ? Math.min(now, init.adopted.started_at) : now));
     this.ctx = new ChildContext(core, record);
     core.registry.add(record);
     record.parent?.addLiveChild(record);

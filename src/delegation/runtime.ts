@@ -28,6 +28,8 @@ import {
 import type { Snapshot } from '../child/snapshot.ts';
 import { combine } from '../telemetry/observer.ts';
 import { Traces } from '../telemetry/traces.ts';
+import type { Timeline } from '../contract/entities.ts';
+import { TimelineLog } from './timeline.ts';
 
 export type { DelegateCallOptions, RuntimeOptions } from './runtime-options.ts';
 
@@ -64,6 +66,8 @@ export interface Runtime {
     interrupt(scope: Scope, subagent_id: string): InterruptResult;
     /** Whether the child is in reach of the scope: live, or finished and still retained. */
     has(scope: Scope, subagent_id: string): boolean;
+    /** The scope's children with their times, steers with their fates, interrupt marks (delegation/timeline.ts). */
+    timeline(scope: Scope): Timeline;
   };
   /** Pauses (or resumes) every new spawn of one session, at any depth. */
   setPaused(session_id: string, paused: boolean): void;
@@ -135,7 +139,12 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     options.commit !== 'by_caller',
   );
   const traces = new Traces();
-  const observer = options.observer ? combine(traces, options.observer) : traces;
+  const timeline = new TimelineLog(
+    (id) => registry.get(id),
+    () => clock.now(),
+  );
+  const own = combine(traces, timeline.observer);
+  const observer = options.observer ? combine(own, options.observer) : own;
   const queues = new Map<string, ChildQueue>();
   const paused = new Set<string>();
   const ownedListeners = new Set<OwnedEventListener>();
@@ -213,9 +222,15 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     return value;
   };
 
-  const steered = (r: SteerResult): SteerResult => {
+  const steered = (r: SteerResult, scope?: Scope): SteerResult => {
     if (r.status === 'queued') observer.steerQueued(r.subagent_id, r.steer_id, Buffer.byteLength(r.text, 'utf8'), clock.now());
-    else observer.steerRejected(r.subagent_id, r.reason);
+    else {
+      observer.steerRejected(r.subagent_id, r.reason);
+      // Refused to the caller's own child (it takes no more): a mark on its row. A foreign or
+      // unknown child's leaves none; a full queue or a store that cannot write is an error, not a fate.
+      const own = r.reason === 'not_found' || r.reason === 'not_accepting' || r.reason === 'vetoed' ? registry.getScoped(scope, r.subagent_id) : undefined;
+      if (own) timeline.rejected(own);
+    }
     return r;
   };
   const interrupted = (r: InterruptResult): InterruptResult => {
@@ -269,9 +284,10 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     scoped: {
       list: (scope, o) => registry.listScoped(scope, o),
       tail: (scope, id, since) => storedTail(registry.tail(id, since, scope), journal, scope, since),
-      steer: (scope, id, text) => steered(registry.steer(id, text, scope)),
+      steer: (scope, id, text) => steered(registry.steer(id, text, scope), scope),
       interrupt: (scope, id) => interrupted(registry.interrupt(id, scope)),
       has: (scope, id) => registry.getScoped(scope, id) !== undefined,
+      timeline: (scope) => timeline.view(scope, registry.recordsScoped(scope), clock.now()),
     },
     setPaused(session_id, value) {
       if (value) paused.add(session_id);
@@ -285,6 +301,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     releaseSession(session_id) {
       const interrupted = interruptAll(registry.liveOf(session_id));
       paused.delete(session_id);
+      timeline.release(session_id);
       // Dropped only once its children are all out: a spawn racing the close still finds the queue
       // (and the concurrency bound) its siblings hold slots in.
       registry.release(session_id, () => queues.delete(`root:${session_id}`));
@@ -293,6 +310,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     retireGeneration(session_id, generation) {
       const interrupted = interruptAll(registry.liveOf(session_id).filter((r) => (r.owner?.generation ?? 0) <= generation));
       registry.retireBefore(session_id, generation + 1);
+      timeline.retire(session_id, generation);
       return interrupted;
     },
     async shutdown() {

@@ -345,6 +345,10 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       },
     },
     {
+      path: ['v1', 'sessions', ':sid', 'timeline'],
+      methods: { GET: (call) => plain(call, 'session.timeline', {}) },
+    },
+    {
       path: ['v1', 'sessions', ':sid', 'events'],
       stream: true,
       methods: {

@@ -63,7 +63,10 @@ export class UiFiles {
     const token = url.searchParams.get('token');
     if (token !== null) {
       if (!this.#check.token(token)) {
-        reply(httpError(HttpCode.Unauthorized, 'unauthorized', { 'WWW-Authenticate': 'Bearer' }));
+        // A person who pasted a wrong link sees the page, which asks for the token again (it
+        // finds `?token=` still in its address: a right one never stays); a script gets the JSON.
+        if (wantsPage(req)) await this.#send(req, res, join(this.#root, 'index.html'), closing, 401);
+        else reply(httpError(HttpCode.Unauthorized, 'unauthorized', { 'WWW-Authenticate': 'Bearer' }));
         return;
       }
       // 303: the browser follows with a GET of the clean address; the fragment (#session=…) stays.
@@ -89,13 +92,18 @@ export class UiFiles {
       reply(notFound());
       return;
     }
+    await this.#send(req, res, path, closing, 200);
+  }
+
+  async #send(req: IncomingMessage, res: ServerResponse, path: string, closing: boolean, status: number): Promise<void> {
     const data = await readFile(path);
     if (res.headersSent || res.destroyed) return;
-    res.writeHead(200, {
+    res.writeHead(status, {
       ...UI_HEADERS,
       'Content-Type': TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream',
       'Content-Length': data.length,
       'Cache-Control': 'no-cache',
+      ...(status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {}),
       ...(closing ? { Connection: 'close' } : {}),
     });
     res.end(req.method === 'HEAD' ? undefined : data);
@@ -113,4 +121,10 @@ export class UiFiles {
     const path = resolve(this.#root, decoded);
     return path === this.#root || path.startsWith(this.#root + sep) ? path : undefined;
   }
+}
+
+/** A browser's navigation (it asks for HTML), not a script's request. */
+function wantsPage(req: IncomingMessage): boolean {
+  const accept = req.headers.accept;
+  return typeof accept === 'string' && accept.includes('text/html');
 }

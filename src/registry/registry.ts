@@ -180,6 +180,18 @@ export class Registry {
     return out;
   }
 
+  /** The records `scope` may see, live ones in spawn order then retained ones, oldest first (the timeline). */
+  recordsScoped(scope: Scope): ChildRecord[] {
+    const slot = this.#owners.get(scope.session_id);
+    if (!slot) return [];
+    const out = [...slot.live].filter((r) => r.owner?.generation === scope.generation);
+    for (const id of slot.finished) {
+      const r = this.#retained.get(id);
+      if (r && r.owner?.generation === scope.generation) out.push(r);
+    }
+    return out;
+  }
+
   /** Live records of one owner key (session id), every generation; for session teardown. */
   liveOf(session_id: string): ChildRecord[] {
     return [...(this.#owners.get(session_id)?.live ?? [])];

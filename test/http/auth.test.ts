@@ -77,6 +77,18 @@ describe('the dashboard login', () => {
     expect(r.headers.get('set-cookie')).toBeNull();
   });
 
+  it('a browser with a wrong token gets the page (which asks again), 401 and no cookie; a script the JSON', async () => {
+    const page = await req(server, 'GET', '/ui/?token=wrong', { token: null, headers: { Accept: 'text/html,application/xhtml+xml' } });
+    expect(page.status).toBe(401);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('set-cookie')).toBeNull();
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(page.text).toContain('<title>dash</title>');
+    const script = await req(server, 'GET', '/ui/?token=wrong', { token: null, headers: { Accept: 'application/json' } });
+    expect(script.status).toBe(401);
+    expect(script.json.error.code).toBe(4007);
+  });
+
   it('serves the dashboard’s files with the CSP, and nothing outside its directory', async () => {
     const page = await req(server, 'GET', '/ui/', { token: null });
     expect(page.status).toBe(200);

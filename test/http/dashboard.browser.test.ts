@@ -2,8 +2,9 @@
 // `subrun serve --ws` process, through a proxy that can drop the page's event stream. One story:
 // open with the token, create a session, spawn scripted children through the API, watch them
 // appear (grandchildren under their parents), steer one and see it delivered, steer one that
-// cannot take it and see it missed, a finished one offers no steer, interrupt a subtree
-// after confirming, drop the stream and see it resume with nothing lost, the idle badge, and not
+// cannot take it and see it missed (once, with its fate), a finished one offers no steer, interrupt
+// a subtree after confirming, the Timeline drawing all of it live (bars, steer markers by fate,
+// interrupt marks), drop the stream and see it resume with nothing lost, the idle badge, and not
 // one console error. The screenshot in docs/ is taken here.
 import { existsSync } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
@@ -124,6 +125,10 @@ describe('the dashboard in Chromium', () => {
     const [b, c] = spawned.body.subagent_ids as [string, string];
     await status(b, 'running');
     await status(c, 'running');
+    // The Timeline draws them live: a bar per child, running for now.
+    const tl = page.getByRole('region', { name: 'Timeline' });
+    expect(await tl.getAttribute('data-timeline')).toBe('');
+    await tl.locator(`[data-subagent-id="${b}"][data-status="running"]`).waitFor({ timeout: UI_MS });
     // The grandchildren appear under their parents, one level deeper.
     const grand = page.locator('tr[data-subagent-id]');
     await expect.poll(() => grand.count(), { timeout: UI_MS }).toBe(4);
@@ -150,7 +155,14 @@ describe('the dashboard in Chromium', () => {
     const tailText = (await page.locator('#tail').textContent()) ?? '';
     // Followed by offset: every line once.
     expect(tailText.split('waiting for guidance').length).toBe(2);
-    await expect.poll(() => row(b).locator('.missed').textContent(), { timeout: UI_MS }).toBe('missed_steer: keep it short');
+    await expect.poll(() => row(b).locator('div.missed').textContent(), { timeout: UI_MS }).toBe('missed steer: keep it short');
+    // The missed steer shows once in the outcome (its note is not repeated in the summary).
+    expect(await row(b).locator('.summary').textContent()).toBe('a 200-word summary');
+    expect(((await row(b).locator('.outcome').textContent()) ?? '').split('keep it short').length).toBe(2);
+    // The Timeline followed: the same bars, now completed; B1's delivered steer, B's missed one at its end.
+    await tl.locator(`[data-subagent-id="${b}"][data-status="completed"]`).waitFor({ timeout: UI_MS });
+    await tl.locator(`[data-fate="delivered"][data-subagent-id="${b1}"][data-steer-id]`).waitFor({ timeout: UI_MS });
+    await tl.locator(`[data-fate="missed"][data-subagent-id="${b}"][data-steer-id]`).waitFor({ timeout: UI_MS });
     // A finished child takes no steer: the page does not offer it (the server would answer 409).
     await row(b1).click();
     await page
@@ -160,6 +172,7 @@ describe('the dashboard in Chromium', () => {
     expect(await page.locator('#steer-send').isDisabled()).toBe(true);
     await row(b).click();
     await fate('keep it short', 'missed');
+    expect(await page.locator('#steers li[data-text="keep it short"]').count()).toBe(1);
 
     // Drop the event stream; while the page is cut off, more happens.
     const before = proxy.streams.length;
@@ -194,6 +207,15 @@ describe('the dashboard in Chromium', () => {
     await page.click('#stop-confirm');
     await status(c1, 'interrupted');
     await status(c, 'interrupted');
+    // One interrupt, a mark on the target and on its descendant; bars in tree order, indented.
+    await tl.locator(`[data-interrupt][data-subagent-id="${c1}"]`).waitFor({ timeout: UI_MS });
+    expect(await tl.locator(`[data-interrupt][data-subagent-id="${c}"]`).count()).toBe(1);
+    await tl.locator(`[data-subagent-id="${c}"][data-status="interrupted"]`).waitFor({ timeout: UI_MS });
+    const bars = await tl.locator('.tl-bar[data-subagent-id]').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-subagent-id')));
+    expect(bars.slice(0, 4)).toEqual([b, b1, c, c1]);
+    expect(await tl.locator('[data-legend]').evaluateAll((ls) => ls.map((l) => l.getAttribute('data-legend')))).toEqual(
+      expect.arrayContaining(['queued', 'delivered', 'missed', 'rejected']),
+    );
     await page.waitForSelector('#idle[data-idle="true"]', { timeout: UI_MS });
 
     // Nothing lost, nothing twice: the page's seq is the session's, and its event log holds
@@ -218,16 +240,15 @@ describe('the dashboard in Chromium', () => {
 
     await row(b).click();
     await mkdir(dirname(SCREENSHOT), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: false });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect((await stat(SCREENSHOT)).size).toBeGreaterThan(10_000);
     if (process.env.SUBRUN_UPDATE_SCREENSHOT !== '1') await rm(SCREENSHOT);
     expect(consoleErrors).toEqual([]);
 
-    // A reload starts from a snapshot, which has no entries: the page fetches them, so finished
-    // children keep their summary and missed_steer.
+    // A reload replays the session's kept events: finished children keep their summary and missed steer.
     await page.reload();
     await page.waitForSelector('#conn[data-state="live"]', { timeout: UI_MS });
-    await expect.poll(() => row(b).locator('.missed').textContent(), { timeout: UI_MS }).toBe('missed_steer: keep it short');
+    await expect.poll(() => row(b).locator('div.missed').textContent(), { timeout: UI_MS }).toBe('missed steer: keep it short');
     await expect.poll(() => row(b1).locator('.summary').textContent(), { timeout: UI_MS }).toBe('notes on section 5');
     await expect.poll(() => row(d).locator('.summary').textContent(), { timeout: UI_MS }).toBe('done while you were away');
     expect(await page.locator('tr[data-subagent-id]').count()).toBe(final.length);

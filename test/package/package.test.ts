@@ -129,7 +129,20 @@ describe('the npm package, installed into a fresh project', () => {
     expect(files).toContain('dist/index.d.ts');
     expect(files).toContain('bin/subrun.js');
     // The dashboard is served from its sources as they are (no build step).
-    for (const f of ['index.html', 'app.js', 'api.js', 'state.js', 'style.css', 'favicon.svg']) expect(files).toContain(`src/http/ui/${f}`);
+    for (const f of [
+      'index.html',
+      'app.js',
+      'api.js',
+      'state.js',
+      'render.js',
+      'dom.js',
+      'forms.js',
+      'timeline.js',
+      'timeline-view.js',
+      'style.css',
+      'favicon.svg',
+    ])
+      expect(files).toContain(`src/http/ui/${f}`);
     const stray = files.filter(
       (f) =>
         !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|docs\/[\w-]+\.md|LICENSE|README\.md|package\.json)$/.test(f),

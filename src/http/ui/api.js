@@ -22,6 +22,9 @@ export const EVENT_TYPES = [
   'session.idle',
 ];
 
+/** Told of every 401: the browser's login is missing or no longer the server's (app.js asks for the token). */
+export const auth = { onUnauthorized: () => {} };
+
 /**
  * One call. Resolves with the status and the parsed body (null if none); rejects only when the
  * request never got an answer (network down).
@@ -43,6 +46,7 @@ export async function call(method, path, opts = {}) {
     cache: 'no-store',
     body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
   });
+  if (res.status === 401) auth.onUnauthorized();
   const text = await res.text();
   let body = null;
   try {

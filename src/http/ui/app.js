@@ -1,13 +1,22 @@
-// The dashboard: sessions, the roster tree, the selected child's live tail, its steers and their
-// fate, interrupt with confirmation, the stream's connection state and the idle badge. Every
-// change goes through state.js's fold; render() only draws what the fold returns.
-import { call, callOnce, childPath, follow, sessionPath } from './api.js';
-import { elapsedSeconds, fold, initialState, isFinal, liveCount, queuedSteers, rosterTree, subtree, tailApply, tailInit, tailStale } from './state.js';
+// The dashboard: the token prompt, sessions (made here, or opened by id and key), the roster
+// tree, the selected child's live tail, every steer with its fate, interrupt with confirmation, a
+// spawn form, the Timeline, the stream's connection state and the idle badge. Every change goes
+// through state.js's fold; render.js and timeline-view.js only draw what comes out.
+import { auth, call, callOnce, childPath, follow, sessionPath } from './api.js';
+import { errorText, LOGIN_WHY, spawnTasks } from './forms.js';
+import { renderPage } from './render.js';
+import { fold, initialState, isFinal, liveCount, tailApply, tailInit, tailStale } from './state.js';
+import { isTimeline, timelineLayout } from './timeline.js';
+import { legend, renderTimeline } from './timeline-view.js';
 
 const STORE = 'subrun.sessions';
+/** The Timeline is fetched at most this often (4 a second). */
+const TIMELINE_MS = 250;
+/** Events after which the Timeline changes (a tool or a line of text moves no bar). */
+const TIMELINE_EVENTS = new Set(['subagent.spawn_requested', 'subagent.start', 'subagent.steer.delivered', 'subagent.complete', 'delegation.dispatched']);
 
-/** @type {{ sessions: Array<{ session_id: string, session_key: string | null, title: string }>, singleUser: boolean, current: string | null, selected: string | null, confirming: string | null, conn: { state: string, detail: string, resumes: number }, note: string }} */
-const ui = { sessions: loadSessions(), singleUser: false, current: null, selected: null, confirming: null, conn: { state: 'idle', detail: '', resumes: 0 }, note: '' };
+/** @type {import('./render.js').Ui} */
+const ui = { sessions: loadSessions(), singleUser: false, current: null, selected: null, confirming: null, conn: { state: 'idle', detail: '', resumes: 0 }, note: '', login: null };
 let state = initialState();
 /** @type {ReturnType<typeof tailInit> | null} */
 let tail = null;
@@ -16,24 +25,12 @@ let stream = null;
 let tailBusy = false;
 let tailWanted = false;
 const askedEntries = new Set();
+/** The latest timeline answer, and this page's clock when it came (its `now` moves on from there). */
+/** @type {{ data: import('./timeline.js').TimelineData, at: number } | null} */
+let timeline = null;
+const tl = { busy: false, wanted: false, last: 0, timer: /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined) };
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
-
-/**
- * @param {string} tag
- * @param {Record<string, any>} [attrs]
- * @param {...(Node | string | null | false | undefined)} kids
- */
-function h(tag, attrs = {}, ...kids) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const kid of kids) if (kid !== null && kid !== false && kid !== undefined) el.append(kid);
-  return el;
-}
 
 function loadSessions() {
   try {
@@ -56,32 +53,60 @@ function dispatch(/** @type {import('./state.js').Input} */ input) {
   schedule();
 }
 
+// ---- the token ----
+
+/** Asks for the token (and stops following anything until the server lets this browser in). */
+function askToken(/** @type {string} */ why) {
+  if (ui.login !== null && why === LOGIN_WHY.expired) return;
+  ui.login = why;
+  stream?.close();
+  stream = null;
+  schedule();
+  queueMicrotask(() => $('login-token').focus());
+}
+
 // ---- sessions ----
 
 async function refreshSingleUser() {
   // Asked only where the server says it lists sessions: a refused request is a console error.
   const caps = await call('GET', '/v1/capabilities').catch(() => null);
-  if (caps?.body?.features?.single_user !== true) return;
-  const r = await call('GET', '/v1/sessions').catch(() => null);
-  if (!r || r.status !== 200 || !Array.isArray(r.body?.sessions)) return;
-  ui.singleUser = true;
-  for (const s of r.body.sessions) {
-    if (!ui.sessions.some((x) => x.session_id === s.session_id)) ui.sessions.push({ session_id: s.session_id, session_key: null, title: s.title ?? '' });
+  if (caps?.status === 401) return false;
+  if (caps?.body?.features?.single_user === true) {
+    const r = await call('GET', '/v1/sessions').catch(() => null);
+    if (r && r.status === 200 && Array.isArray(r.body?.sessions)) {
+      ui.singleUser = true;
+      for (const s of r.body.sessions) {
+        if (!ui.sessions.some((x) => x.session_id === s.session_id)) ui.sessions.push({ session_id: s.session_id, session_key: null, title: s.title ?? '' });
+      }
+    }
   }
   schedule();
+  return true;
 }
 
 async function createSession(/** @type {string} */ title) {
   const r = await call('POST', '/v1/sessions', { body: title ? { title } : {} });
-  if (r.status !== 201) return note(`create failed: ${r.body?.error?.message ?? r.status}`);
+  if (r.status !== 201) return note(`create failed: ${errorText(r)}`);
   ui.sessions.push({ session_id: r.body.session_id, session_key: r.body.session_key, title });
   saveSessions();
   openSession(r.body.session_id);
 }
 
+/** A session made elsewhere, by its id and key: checked first, kept only if the server knows it. */
+async function openById(/** @type {string} */ sid, /** @type {string} */ key) {
+  const r = await call('GET', sessionPath(sid), { key: key || null }).catch(() => null);
+  if (!r || r.status !== 200) return void ($('open-hint').textContent = r ? errorText(r) : 'No answer from the server.');
+  $('open-hint').textContent = '';
+  const known = ui.sessions.find((s) => s.session_id === sid);
+  if (known) known.session_key = key || known.session_key;
+  else ui.sessions.push({ session_id: sid, session_key: key || null, title: r.body?.title ?? '' });
+  saveSessions();
+  openSession(sid);
+}
+
 async function closeSession(/** @type {string} */ sid) {
   const r = await callOnce('DELETE', sessionPath(sid), { key: keyOf(sid) });
-  if (r.status !== 200 && r.status !== 404) return note(`close failed: ${r.body?.error?.message ?? r.status}`);
+  if (r.status !== 200 && r.status !== 404) return note(`close failed: ${errorText(r)}`);
   ui.sessions = ui.sessions.filter((s) => s.session_id !== sid);
   saveSessions();
   if (ui.current === sid) openSession(null);
@@ -93,19 +118,24 @@ function openSession(/** @type {string | null} */ sid) {
   stream = null;
   state = initialState();
   tail = null;
+  timeline = null;
   askedEntries.clear();
   ui.current = sid;
   ui.selected = null;
   ui.conn = { state: 'idle', detail: '', resumes: 0 };
   if (sid !== null) {
-    stream = follow(sid, keyOf(sid), () => (state.synced ? state.seq : null), {
+    // From seq 0: the session's kept events replay first (a session made elsewhere shows its
+    // history in the Events pane); a ring that no longer reaches back answers with a snapshot.
+    stream = follow(sid, keyOf(sid), () => state.seq, {
       onSnapshot(data, reset) {
         dispatch({ kind: 'snapshot', data, reset });
         void fetchEntries();
+        pullTimeline();
       },
       onEvent(event) {
         dispatch({ kind: 'event', event });
         if (tail && tailStale(tail, event)) void pullTail();
+        if (TIMELINE_EVENTS.has(event.type)) pullTimeline();
       },
       onState(s, detail) {
         if (s === 'live' && (ui.conn.state === 'reconnecting' || ui.conn.state === 'closed')) ui.conn.resumes++;
@@ -114,6 +144,7 @@ function openSession(/** @type {string | null} */ sid) {
         schedule();
       },
     });
+    pullTimeline();
   }
   schedule();
 }
@@ -141,9 +172,41 @@ async function fetchEntries() {
   }
 }
 
+// ---- the Timeline: fetched on open, after events that change it, each second while a child runs ----
+
+function pullTimeline() {
+  if (tl.busy) return void (tl.wanted = true);
+  const wait = tl.last + TIMELINE_MS - Date.now();
+  if (wait > 0) {
+    tl.timer ??= setTimeout(() => {
+      tl.timer = undefined;
+      pullTimeline();
+    }, wait);
+    return;
+  }
+  const sid = ui.current;
+  if (!sid) return;
+  tl.busy = true;
+  tl.last = Date.now();
+  void call('GET', `${sessionPath(sid)}/timeline`, { key: keyOf(sid) })
+    .catch(() => null)
+    .then((r) => {
+      tl.busy = false;
+      if (ui.current === sid && r?.status === 200 && isTimeline(r.body)) {
+        timeline = { data: r.body, at: Date.now() / 1000 };
+        dispatch({ kind: 'timeline', data: r.body });
+      }
+      if (tl.wanted) {
+        tl.wanted = false;
+        pullTimeline();
+      }
+    });
+}
+
 // ---- the selected child's tail ----
 
 function select(/** @type {string} */ cid) {
+  if (cid === ui.selected) return;
   ui.selected = cid;
   ui.confirming = null;
   tail = tailInit(cid);
@@ -174,7 +237,21 @@ async function pullTail() {
   }
 }
 
-// ---- steer and interrupt ----
+// ---- spawn, steer and interrupt ----
+
+async function spawnFromForm() {
+  const sid = ui.current;
+  if (!sid) return;
+  const hint = $('spawn-hint');
+  const made = spawnTasks(/** @type {HTMLTextAreaElement} */ ($('spawn-goals')).value, /** @type {HTMLSelectElement} */ ($('spawn-agent')).value, /** @type {HTMLTextAreaElement} */ ($('spawn-steps')).value);
+  if ('error' in made) return void (hint.textContent = made.error);
+  hint.textContent = 'spawning…';
+  const r = await callOnce('POST', `${sessionPath(sid)}/delegations`, { key: keyOf(sid), body: { tasks: made.tasks } }).catch(() => null);
+  if (!r) return void (hint.textContent = 'No answer from the server.');
+  if (r.status !== 202) return void (hint.textContent = errorText(r));
+  hint.textContent = `spawned ${r.body.count} (${r.body.delegation_id})`;
+  /** @type {HTMLTextAreaElement} */ ($('spawn-goals')).value = '';
+}
 
 async function steer(/** @type {string} */ cid, /** @type {string} */ text) {
   const sid = ui.current;
@@ -190,6 +267,7 @@ async function steer(/** @type {string} */ cid, /** @type {string} */ text) {
   if (ui.current !== sid) return;
   if (r.status === 202 && r.body?.status === 'queued') dispatch({ kind: 'steer.answer', key, status: 'queued', steer_id: r.body.steer_id, text: r.body.text });
   else dispatch({ kind: 'steer.answer', key, status: 'rejected', reason: r.body?.error?.message ?? r.body?.status ?? `HTTP ${r.status}` });
+  pullTimeline();
 }
 
 async function interrupt(/** @type {string} */ cid) {
@@ -197,7 +275,8 @@ async function interrupt(/** @type {string} */ cid) {
   if (!sid) return;
   ui.confirming = null;
   const r = await callOnce('POST', `${childPath(sid, cid)}/interrupt`, { key: keyOf(sid), body: {} });
-  note(r.status === 200 && r.body?.found ? `interrupt: stopping ${r.body.interrupted.length} (${r.body.interrupted.join(', ')})` : `interrupt: ${r.body?.error?.message ?? 'nothing live to stop'}`);
+  note(r.status === 200 && r.body?.found ? `interrupt: stopping ${r.body.interrupted.length} (${r.body.interrupted.join(', ')})` : `interrupt: ${r.status === 200 ? 'nothing live to stop' : errorText(r)}`);
+  pullTimeline();
 }
 
 function note(/** @type {string} */ text) {
@@ -207,186 +286,37 @@ function note(/** @type {string} */ text) {
 
 // ---- rendering ----
 
+/** @type {import('./render.js').Actions} */
+const actions = {
+  open: (sid) => openSession(sid),
+  close: (sid) => void closeSession(sid),
+  interrupt: (cid) => void interrupt(cid),
+  confirm: (cid) => {
+    ui.confirming = cid;
+    schedule();
+  },
+};
+
 let pending = false;
 function schedule() {
   if (pending) return;
   pending = true;
   requestAnimationFrame(() => {
     pending = false;
-    render();
+    renderPage(ui, state, tail, actions);
+    const layout = timeline ? timelineLayout(timeline.data, timeline.data.now + (Date.now() / 1000 - timeline.at)) : null;
+    renderTimeline({ rows: $('tl-rows'), span: $('tl-span'), empty: $('tl-empty') }, layout, ui.selected, select);
   });
-}
-
-function fmtSeconds(/** @type {number} */ s) {
-  return s < 60 ? `${s.toFixed(1)} s` : `${Math.floor(s / 60)} m ${Math.round(s % 60)} s`;
-}
-
-/**
- * Redraws `el`'s content only when `sig` changed: a row or button under the pointer stays the same
- * element between renders (a click whose press and release land on different elements is lost).
- * @param {HTMLElement} el
- * @param {string} sig
- * @param {() => Array<Node | string>} build
- */
-function patch(el, sig, build) {
-  if (el.dataset.sig === sig) return;
-  el.dataset.sig = sig;
-  el.replaceChildren(...build());
-}
-
-/**
- * Keyed children: an item whose signature did not change keeps its element.
- * @template T
- * @param {HTMLElement} container
- * @param {readonly T[]} items
- * @param {(item: T) => string} key
- * @param {(item: T) => string} sig
- * @param {(item: T) => HTMLElement} build
- */
-function keyed(container, items, key, sig, build) {
-  /** @type {Map<string, HTMLElement>} */
-  const old = new Map();
-  for (const el of /** @type {HTMLElement[]} */ ([...container.children])) old.set(el.dataset.key ?? '', el);
-  const els = items.map((item) => {
-    const k = key(item);
-    const s = sig(item);
-    const el = old.get(k);
-    if (el && el.dataset.sig === s) return el;
-    const fresh = build(item);
-    fresh.dataset.key = k;
-    fresh.dataset.sig = s;
-    return fresh;
-  });
-  const same = els.length === container.children.length && els.every((el, i) => container.children[i] === el);
-  if (!same) container.replaceChildren(...els);
-}
-
-/**
- * Indents a tree cell through the CSSOM: a style attribute would break the page's CSP.
- * @param {HTMLElement} el
- * @param {number} depth
- */
-function indent(el, depth) {
-  el.style.paddingLeft = `${0.5 + depth * 1.4}rem`;
-  return el;
-}
-
-function render() {
-  const now = Date.now() / 1000;
-  const conn = $('conn');
-  conn.dataset.state = ui.conn.state;
-  conn.textContent = `${ui.conn.state}${ui.conn.detail ? ` (${ui.conn.detail})` : ''} · seq ${state.seq}${ui.conn.resumes ? ` · resumed ${ui.conn.resumes}×` : ''}${state.gaps ? ` · ${state.gaps} gap(s)` : ''}`;
-  const live = liveCount(state);
-  const badge = $('idle');
-  badge.hidden = ui.current === null;
-  badge.dataset.idle = String(state.idle);
-  badge.textContent = state.idle ? 'idle' : `${live} live`;
-  $('note').textContent = ui.note;
-
-  keyed(
-    $('sessions'),
-    ui.sessions,
-    (s) => s.session_id,
-    (s) => `${s.title}|${s.session_id === ui.current}`,
-    (s) =>
-      h(
-        'li',
-        { 'data-session-id': s.session_id, class: s.session_id === ui.current ? 'current' : '' },
-        h('button', { class: 'link', onclick: () => openSession(s.session_id) }, s.title || s.session_id),
-        h('button', { class: 'small', title: 'close this session', onclick: () => void closeSession(s.session_id) }, 'close'),
-      ),
-  );
-  $('single').hidden = !ui.singleUser;
-
-  const rows = rosterTree(state);
-  $('empty').hidden = rows.length > 0 || ui.current === null;
-  const cells = (/** @type {import('./state.js').Child} */ c) => [
-    String(c.depth),
-    c.goal,
-    c.status,
-    fmtSeconds(elapsedSeconds(c, now)),
-    String(c.tool_count),
-    c.last_tool || '–',
-    c.accepting_steer ? 'yes' : 'no',
-    String(queuedSteers(state, c.subagent_id)),
-    c.summary ?? '',
-    c.error ?? '',
-    c.missed_steer ?? '\u0000',
-    String(c.subagent_id === ui.selected),
-  ];
-  keyed(
-    $('roster'),
-    rows,
-    (c) => c.subagent_id,
-    (c) => JSON.stringify(cells(c)),
-    (c) => {
-      const [, , , elapsed, tools, lastTool, steerable, queued] = cells(c);
-      return h(
-        'tr',
-        { 'data-subagent-id': c.subagent_id, 'data-status': c.status, tabindex: 0, class: c.subagent_id === ui.selected ? 'selected' : '' },
-        indent(h('td', { class: 'goal' }, c.depth > 0 ? '└ ' : '', c.goal, h('div', { class: 'id' }, c.subagent_id)), c.depth),
-        h('td', {}, h('span', { class: `status ${c.status}` }, c.status)),
-        h('td', { class: 'num' }, elapsed),
-        h('td', { class: 'num' }, tools),
-        h('td', {}, lastTool),
-        h('td', {}, steerable),
-        h('td', { class: 'num' }, queued),
-        h(
-          'td',
-          { class: 'outcome' },
-          c.summary !== undefined ? h('div', { class: 'summary' }, c.summary) : null,
-          c.error !== undefined ? h('div', { class: 'error' }, c.error) : null,
-          c.missed_steer !== undefined ? h('div', { class: 'missed', 'data-missed': c.missed_steer }, `missed_steer: ${c.missed_steer}`) : null,
-        ),
-      );
-    },
-  );
-  renderDetail();
-  keyed(
-    $('log'),
-    state.log.slice(-60),
-    (l) => String(l.seq),
-    () => '',
-    (l) => h('li', { 'data-seq': l.seq }, h('span', { class: 'seq' }, String(l.seq)), ` ${l.type}`, l.subagent_id ? ` ${l.subagent_id}` : '', l.text ? ` · ${l.text.slice(0, 80)}` : ''),
-  );
-}
-
-function renderDetail() {
-  const c = ui.selected ? state.children[ui.selected] : undefined;
-  const box = $('detail');
-  box.hidden = !c;
-  if (!c) return;
-  $('detail-title').textContent = `${c.goal} · ${c.subagent_id} · ${c.status}`;
-  const pre = $('tail');
-  const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-  if (pre.textContent !== (tail?.text ?? '')) pre.textContent = tail?.text ?? '';
-  if (atEnd) pre.scrollTop = pre.scrollHeight;
-  $('tail-meta').textContent = tail?.loaded ? `offset ${tail.offset} · seq ${tail.seq}` : 'loading…';
-  const steerable = c.accepting_steer && !isFinal(c.status);
-  /** @type {HTMLButtonElement} */ ($('steer-send')).disabled = !steerable;
-  $('steer-hint').textContent = steerable ? '' : 'this subagent no longer takes steers';
-  const ids = subtree(state, c.subagent_id);
-  const confirming = ui.confirming === c.subagent_id;
-  patch($('stop'), JSON.stringify([c.subagent_id, confirming, isFinal(c.status), ids.length]), () => [
-    confirming
-      ? h(
-          'span',
-          { class: 'confirm' },
-          `Stop ${c.subagent_id}${ids.length > 1 ? ` and ${ids.length - 1} descendant(s)` : ''}? `,
-          h('button', { id: 'stop-confirm', class: 'danger', onclick: () => void interrupt(c.subagent_id) }, 'Yes, interrupt'),
-          h('button', { onclick: () => ((ui.confirming = null), schedule()) }, 'Cancel'),
-        )
-      : h('button', { id: 'stop-ask', class: 'danger', disabled: isFinal(c.status), onclick: () => ((ui.confirming = c.subagent_id), schedule()) }, 'Interrupt (with subtree)'),
-  ]);
-  const mine = state.steers.filter((s) => s.subagent_id === c.subagent_id);
-  patch($('steers'), JSON.stringify(mine), () =>
-    mine.map((s) => h('li', { 'data-fate': s.fate, 'data-text': s.text }, h('span', { class: `fate ${s.fate}` }, s.fate), ` ${s.text}`, s.reason ? h('span', { class: 'reason' }, ` (${s.reason})`) : null, s.mine ? null : h('span', { class: 'reason' }, ' (another host)'))),
-  );
 }
 
 // ---- wiring ----
 
+/** The form's text fields, by id. */
+const field = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ ($(id));
+
 function start() {
+  // A token still in the address bar was refused (a right one is traded for the cookie and dropped).
+  const refused = new URLSearchParams(location.search).has('token');
   const hash = new URLSearchParams(location.hash.slice(1));
   const sid = hash.get('session');
   if (sid) {
@@ -395,19 +325,38 @@ function start() {
     if (known) known.session_key = key ?? known.session_key;
     else ui.sessions.push({ session_id: sid, session_key: key, title: hash.get('title') ?? '' });
     saveSessions();
-    // The key leaves the address bar (and the history), as the token did.
-    history.replaceState(null, '', location.pathname);
   }
+  // The token and the key leave the address bar (and the history).
+  if (refused || sid) history.replaceState(null, '', location.pathname);
+  $('tl-legend').replaceChildren(...legend());
+  $('login').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const token = field('login-token').value.trim();
+    // The server trades a right token for its cookie and sends the page back without it.
+    if (token) location.assign(`/ui/?token=${encodeURIComponent(token)}${sid ? `#session=${encodeURIComponent(sid)}` : ''}`);
+  });
+  auth.onUnauthorized = () => askToken(LOGIN_WHY.expired);
   $('create').addEventListener('submit', (e) => {
     e.preventDefault();
-    const input = /** @type {HTMLInputElement} */ ($('title'));
-    void createSession(input.value.trim());
-    input.value = '';
+    void createSession(field('title').value.trim());
+    field('title').value = '';
+  });
+  $('open').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const id = field('open-id').value.trim();
+    if (id) void openById(id, field('open-key').value.trim());
+  });
+  $('spawn').addEventListener('submit', (e) => {
+    e.preventDefault();
+    void spawnFromForm();
+  });
+  $('spawn-agent').addEventListener('change', () => {
+    $('spawn-steps').hidden = field('spawn-agent').value !== 'scripted';
   });
   // Selection on press, not click: the row is the same element however often the roster redraws.
   const pick = (/** @type {Event} */ e) => {
     const tr = /** @type {HTMLElement | null} */ (/** @type {HTMLElement} */ (e.target).closest('tr[data-subagent-id]'));
-    if (tr?.dataset.subagentId && tr.dataset.subagentId !== ui.selected) select(tr.dataset.subagentId);
+    if (tr?.dataset.subagentId) select(tr.dataset.subagentId);
   };
   $('roster').addEventListener('pointerdown', pick);
   $('roster').addEventListener('keydown', (e) => {
@@ -415,17 +364,24 @@ function start() {
   });
   $('steer').addEventListener('submit', (e) => {
     e.preventDefault();
-    const input = /** @type {HTMLTextAreaElement} */ ($('steer-text'));
+    const input = field('steer-text');
     if (ui.selected) void steer(ui.selected, input.value);
     input.value = '';
   });
-  // Elapsed times move and a live child's tail may grow between events (a tool's result line).
+  // Elapsed times and the Timeline move, a live child's tail may grow between events (a tool's
+  // result line), and another host's steers show only in the timeline route: each second.
   setInterval(() => {
-    if (liveCount(state) > 0) schedule();
+    if (liveCount(state) > 0) {
+      schedule();
+      pullTimeline();
+    }
     if (tail && ui.selected && state.children[ui.selected] && !isFinal(state.children[ui.selected].status)) void pullTail();
   }, 1000);
-  void refreshSingleUser();
-  openSession(sid ?? ui.sessions[0]?.session_id ?? null);
+  void refreshSingleUser().then((allowed) => {
+    if (!allowed) return askToken(refused ? LOGIN_WHY.wrong : LOGIN_WHY.missing);
+    openSession(sid ?? ui.sessions[0]?.session_id ?? null);
+  });
+  schedule();
 }
 
 start();

@@ -8,7 +8,10 @@
 // - an event whose seq is not above the state's seq is a duplicate and changes nothing;
 // - a snapshot is the roster at its seq: it replaces the roster (an older one is ignored), and
 //   keeps what only events and entries carry (a finished child's summary, missed_steer);
-// - a steer's fate only moves forward: sending -> queued -> delivered | missed, or rejected.
+// - a steer's fate only moves forward: sending -> queued -> delivered | missed, or rejected;
+//   steers of other hosts come from deliveries, completion entries' missed_steer_detail and the
+//   timeline route (the one place a queued steer of another host shows).
+import { timelineSteers } from './timeline.js';
 
 /** Statuses after which a child never changes again. */
 export const FINAL_STATUSES = Object.freeze(['completed', 'interrupted', 'failed', 'error', 'timeout']);
@@ -50,6 +53,7 @@ export const MAX_STEERS = 200;
  *   | { kind: 'entries', results: ReadonlyArray<Record<string, unknown>> }
  *   | { kind: 'steer.sent', key: string, subagent_id: string, text: string }
  *   | { kind: 'steer.answer', key: string, status: 'queued' | 'rejected', steer_id?: string, text?: string, reason?: string }
+ *   | { kind: 'timeline', data: import('./timeline.js').TimelineData }
  * )} Input
  */
 
@@ -81,6 +85,8 @@ export function fold(state, input) {
       return foldSteerSent(state, input);
     case 'steer.answer':
       return foldSteerAnswer(state, input);
+    case 'timeline':
+      return timelineSteers(input.data).reduce((st, t) => upsertSteer(st, t.steer_id, t.subagent_id, t.fate, ''), state);
     default:
       return state;
   }
@@ -230,10 +236,49 @@ function foldEvent(state, event) {
 function withSteerDelivered(state, _event, payload, id) {
   const steer_id = typeof payload.steer_id === 'string' ? payload.steer_id : null;
   if (steer_id === null) return state;
+  // Delivered before this page heard its own answer, or a steer another host sent: upsert adds it.
+  return upsertSteer(state, steer_id, id, 'delivered', str(payload.text));
+}
+
+/** How far along each fate is: a steer's fate only moves to a higher rank. */
+const FATE_RANK = Object.freeze({ sending: 0, queued: 1, delivered: 2, missed: 2, rejected: 2 });
+
+/**
+ * A steer the server tells of (by id): its fate moved forward, its text filled in if this page
+ * did not have it; added (as another host's) if the page did not know it.
+ * @param {State} state
+ * @param {string} steer_id
+ * @param {string} subagent_id
+ * @param {'queued' | 'delivered' | 'missed'} fate
+ * @param {string} text
+ * @returns {State}
+ */
+function upsertSteer(state, steer_id, subagent_id, fate, text) {
   const i = state.steers.findIndex((s) => s.steer_id === steer_id);
-  if (i >= 0) return { ...state, steers: replaceAt(state.steers, i, { ...(/** @type {Steer} */ (state.steers[i])), fate: 'delivered' }) };
-  // Delivered before this page heard its own answer, or a steer another host sent.
-  return { ...state, steers: boundSteers([...state.steers, { key: steer_id, steer_id, subagent_id: id, text: str(payload.text), fate: 'delivered', mine: false }]) };
+  if (i < 0) return { ...state, steers: boundSteers([...state.steers, { key: steer_id, steer_id, subagent_id, text, fate, mine: false }]) };
+  const known = /** @type {Steer} */ (state.steers[i]);
+  const forward = FATE_RANK[fate] > FATE_RANK[known.fate];
+  if (!forward && (known.text !== '' || text === '')) return state;
+  return { ...state, steers: replaceAt(state.steers, i, { ...known, fate: forward ? fate : known.fate, text: known.text === '' ? text : known.text }) };
+}
+
+/**
+ * The steers an entry names as missed (its missed_steer_detail), each marked missed with its text.
+ * @param {State} state
+ * @param {Record<string, unknown>} entry
+ * @param {string} id
+ * @returns {State}
+ */
+function withMissedDetail(state, entry, id) {
+  /** @type {unknown} */
+  const detail = entry.missed_steer_detail;
+  if (!Array.isArray(detail)) return state;
+  let next = state;
+  for (const d of /** @type {unknown[]} */ (detail)) {
+    const m = /** @type {Record<string, unknown> | null} */ (d && typeof d === 'object' ? d : null);
+    if (m && typeof m.steer_id === 'string') next = upsertSteer(next, m.steer_id, id, 'missed', str(m.text));
+  }
+  return next;
 }
 
 /**
@@ -272,7 +317,7 @@ function completeChild(state, event, payload, id) {
     // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- children is a plain object keyed by subagent id, copied just above
     for (const d of drop) delete kept[d];
   }
-  return { ...state, children: kept, finished, steers };
+  return withMissedDetail({ ...state, children: kept, finished, steers }, entry, id);
 }
 
 /**
@@ -341,6 +386,8 @@ function entryFieldsOf(c) {
 function foldEntries(state, results) {
   if (!Array.isArray(results)) return state;
   let children = state.children;
+  /** @type {Array<[Record<string, unknown>, string]>} */
+  const missed = [];
   for (const raw of results) {
     // eslint-disable-next-line @typescript-eslint/no-unsafe-argument -- an item of the server's JSON list, checked by the callee
     const entry = raw ? entryOf(raw) : null;
@@ -348,8 +395,10 @@ function foldEntries(state, results) {
     const known = id === null ? undefined : children[id];
     if (entry === null || id === null || !known || !isFinal(known.status)) continue;
     children = { ...children, [id]: { ...known, ...entryFieldsFrom(entry) } };
+    missed.push([entry, id]);
   }
-  return children === state.children ? state : { ...state, children };
+  const next = children === state.children ? state : { ...state, children };
+  return missed.reduce((st, [entry, id]) => withMissedDetail(st, entry, id), next);
 }
 
 // ---- this page's steers ----

@@ -1,4 +1,4 @@
-// session.* : create, attach, resume, activate, detach, reset, close, events.since. The authority
+// session.* : create, attach, resume, activate, detach, reset, close, events.since, timeline. The authority
 // model itself is sessions.ts.
 import type { ParamsOf } from '../../contract/methods.ts';
 import type { Services } from '../context.ts';
@@ -129,5 +129,11 @@ export const sessionMethods = {
     return new JsonText(
       `{"events":[${events}],"latest_seq":${r.latest_seq},"truncated":${r.truncated},"count":${r.events.length},"epoch":${JSON.stringify(server.replay_epoch)},"open_requests":[]}`,
     );
+  }),
+
+  // The dashboard's timeline (docs/observability.md): the runtime's, for the session's live generation.
+  'session.timeline': defineMethod('session.timeline', (p, { sessions, runtime }, transport) => {
+    const s = sessions.authorize(p.session_id, transport);
+    return runtime.scoped.timeline(sessions.scopeOf(s));
   }),
 } as const;
