@@ -3,7 +3,7 @@
 // happen in that step), so the tree holds whether or not the application registered an
 // AsyncLocalStorage context manager. Everything later (p-queue, timers, NATS) is parented
 // explicitly from the spans telemetry keeps per child.
-import { context, propagation, ROOT_CONTEXT, trace, type Context, type Span, type TextMapGetter } from '@opentelemetry/api';
+import { context, isSpanContextValid, propagation, ROOT_CONTEXT, trace, type Context, type Span, type TextMapGetter } from '@opentelemetry/api';
 import { VERSION } from '../version.ts';
 
 /** The library's tracer: a no-op until an application registers a provider (the API's proxy). */
@@ -27,6 +27,11 @@ export function ambient(): Context {
   return current ?? context.active();
 }
 
+/** The context `within()` holds now, if any (a remote child's spawn: the span its worker named). */
+export function held(): Context | undefined {
+  return current;
+}
+
 /** The span of the request being handled, if any (to add a steer's or an interrupt's attributes). */
 export function requestSpan(): Span | undefined {
   return current === undefined ? undefined : trace.getSpan(current);
@@ -47,6 +52,13 @@ const getter: TextMapGetter<Carrier> = {
 /** The caller's context from W3C `traceparent` / `tracestate` / `baggage` (HTTP headers, NATS headers); invalid: the root. */
 export function extract(carrier: Carrier): Context {
   return propagation.extract(ROOT_CONTEXT, carrier, getter);
+}
+
+/** The context W3C headers name, or undefined when they name no valid span (absent, invalid, or no propagator registered). */
+export function parentFrom(carrier: Carrier): Context | undefined {
+  const ctx = extract(carrier);
+  const span = trace.getSpanContext(ctx);
+  return span !== undefined && isSpanContextValid(span) ? ctx : undefined;
 }
 
 /**

@@ -6,8 +6,8 @@
 // context manager. No content is ever recorded: the goal alone, cut to 120 characters.
 import { INVALID_SPAN_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { CompletionEntry } from '../types.ts';
-import { ambient, inject, requestSpan, tracer } from './context.ts';
-import type { ChatEnd, ChatRequest, ChildFacts, DelegationFacts, Ending, RunTelemetry, RuntimeObserver } from './observer.ts';
+import { ambient, held, inject, requestSpan, tracer } from './context.ts';
+import type { ChatEnd, ChatRequest, ChildFacts, DelegationFacts, Ending, RunTelemetry, RuntimeObserver, TurnFacts, TurnTelemetry } from './observer.ts';
 
 export const GOAL_CHARS = 120;
 const FAILED = new Set(['failed', 'error', 'timeout']);
@@ -20,7 +20,14 @@ interface Open {
 interface ChildSpan extends Open {
   /** Tool spans open now, innermost last: a spawn from inside a tool hangs under it. */
   readonly tools: Open[];
+  /**
+   * Runs on a worker: its model requests and tool calls are the worker's spans (under this one),
+   * so the control plane makes none for the tool steps it relays.
+   */
+  readonly remote: boolean;
 }
+
+const NOTHING: Ending<never> = { end() {} };
 
 function open(name: string, kind: SpanKind, attributes: Attributes, parent: Context): Open {
   const span = tracer.startSpan(name, { kind, attributes }, parent);
@@ -36,7 +43,8 @@ export class Traces implements RuntimeObserver {
 
   delegated(d: DelegationFacts): void {
     const parentChild = d.parent_id === null ? undefined : this.#children.get(d.parent_id);
-    const parent = parentChild ? (parentChild.tools.at(-1)?.ctx ?? parentChild.ctx) : ambient();
+    // A remote child's spawn hangs under the span its worker named (its tool call), when it named one.
+    const parent = parentChild ? ((parentChild.remote ? held() : undefined) ?? parentChild.tools.at(-1)?.ctx ?? parentChild.ctx) : ambient();
     const attributes: Attributes = { 'subrun.delegation.id': d.delegation_id, 'subrun.delegation.task_count': d.task_count };
     if (d.session_id !== undefined) attributes['gen_ai.conversation.id'] = d.session_id;
     if (d.parent_id !== null) attributes['subrun.parent.id'] = d.parent_id;
@@ -58,7 +66,8 @@ export class Traces implements RuntimeObserver {
     };
     if (c.owner !== undefined) attributes['gen_ai.conversation.id'] = c.owner.session_id;
     if (c.parent_id !== null) attributes['subrun.parent.id'] = c.parent_id;
-    this.#children.set(c.subagent_id, { ...open('invoke_agent', SpanKind.INTERNAL, attributes, parent), tools: [] });
+    const remote = c.runner?.place !== undefined;
+    this.#children.set(c.subagent_id, { ...open('invoke_agent', SpanKind.INTERNAL, attributes, parent), tools: [], remote });
   }
 
   started(c: ChildFacts): void {
@@ -76,19 +85,8 @@ export class Traces implements RuntimeObserver {
       span.addEvent('subrun.steer.missed', { 'subrun.steer.id': m.steer_id, 'subrun.steer.maybe_delivered': m.maybe_delivered });
     }
     for (const t of child.tools) t.span.end();
-    span.setAttributes({
-      'subrun.status': entry.status,
-      'subrun.exit_reason': entry.exit_reason,
-      'subrun.api_calls': entry.api_calls,
-      'subrun.tool_count': entry.tool_trace.length,
-      'gen_ai.usage.input_tokens': entry.tokens.input,
-      'gen_ai.usage.output_tokens': entry.tokens.output,
-    });
-    if (FAILED.has(entry.status)) {
-      span.setAttribute('error.type', entry.status);
-      span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    span.end();
+    span.setAttribute('subrun.tool_count', entry.tool_trace.length);
+    sealed(span, entry.status, entry.exit_reason, entry.api_calls, entry.tokens);
   }
 
   delegationDone(delegation_id: string, entries: readonly CompletionEntry[]): void {
@@ -132,11 +130,53 @@ export class Traces implements RuntimeObserver {
     return runOf(() => this.#children.get(c.subagent_id));
   }
 
+  /**
+   * A parent agent's turn: `invoke_agent` with `gen_ai.agent.name=parent`, under the request being
+   * handled (prompt.submit); its model requests, tool calls and delegations hang under it.
+   */
+  turn(t: TurnFacts): TurnTelemetry {
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.agent.name': 'parent',
+      'gen_ai.conversation.id': t.session_id,
+      'gen_ai.request.model': t.model,
+      'subrun.turn.id': t.turn_id,
+    };
+    const turn: ChildSpan = { ...open('invoke_agent', SpanKind.INTERNAL, attributes, ambient()), tools: [], remote: false };
+    let ended = false;
+    return {
+      ...runOf(() => turn),
+      end(r) {
+        if (ended) return;
+        ended = true;
+        for (const tool of turn.tools) tool.span.end();
+        sealed(turn.span, r.status, r.exit_reason, r.api_calls, r.tokens);
+      },
+    };
+  }
+
   /** A child's span that is not this runtime's: a worker's runner parents on the context its assignment carried. */
   static runUnder(ctx: Context): RunTelemetry {
-    const child: ChildSpan = { span: trace.getSpan(ctx) ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT), ctx, tools: [] };
+    const child: ChildSpan = { span: trace.getSpan(ctx) ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT), ctx, tools: [], remote: false };
     return runOf(() => child);
   }
+}
+
+/** The end of an `invoke_agent` span: its counts, ERROR for failed, error and timeout. */
+function sealed(span: Span, status: string, exit_reason: string, api_calls: number, tokens: { input: number; output: number }): void {
+  span.setAttributes({
+    'subrun.status': status,
+    'subrun.exit_reason': exit_reason,
+    'subrun.api_calls': api_calls,
+    'gen_ai.usage.input_tokens': tokens.input,
+    'gen_ai.usage.output_tokens': tokens.output,
+  });
+  if (FAILED.has(status)) {
+    span.setAttribute('error.type', status);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
 }
 
 function runOf(child: () => ChildSpan | undefined): RunTelemetry {
@@ -144,7 +184,7 @@ function runOf(child: () => ChildSpan | undefined): RunTelemetry {
     chat: (request) => chatSpan(child(), request),
     tool(name, call_id) {
       const c = child();
-      if (!c) return { end() {} };
+      if (!c || c.remote) return NOTHING;
       const attributes: Attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.type': 'function' };
       if (call_id !== undefined && call_id !== '') attributes['gen_ai.tool.call.id'] = call_id;
       const t = open(`execute_tool ${name}`, SpanKind.INTERNAL, attributes, c.ctx);
@@ -172,11 +212,14 @@ function runOf(child: () => ChildSpan | undefined): RunTelemetry {
       const c = child();
       return c ? (c.tools.at(-1)?.ctx ?? c.ctx) : undefined;
     },
+    placed(worker, provider) {
+      child()?.span.setAttributes({ 'subrun.worker.id': worker, 'gen_ai.provider.name': provider });
+    },
   };
 }
 
 function chatSpan(child: ChildSpan | undefined, request: ChatRequest): Ending<ChatEnd> {
-  if (!child) return { end() {} };
+  if (!child || child.remote) return NOTHING;
   const attributes: Attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': request.model };
   try {
     const url = new URL(request.base_url);

@@ -4,6 +4,7 @@ import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { Heartbeat } from '../wire.ts';
 import { every } from '../wait.ts';
+import type { WorkerGauge } from '../../telemetry/metrics.ts';
 
 export interface WorkerState {
   readonly id: string;
@@ -13,6 +14,10 @@ export interface WorkerState {
   slots: number;
   /** Refused an assignment as full: not chosen again before its next heartbeat. */
   full: boolean;
+  /** Children running on it, as its last heartbeat said (undefined: it did not say; the slots count). */
+  running?: number | undefined;
+  /** It has heartbeated to this control plane (its capacity is its own word). */
+  heard?: boolean;
 }
 
 export class NatsUnavailableError extends Error {
@@ -59,6 +64,14 @@ export class WorkerTable {
     return this.#waiting.length;
   }
 
+  /** The live workers' capacity and running children, for /metrics (read at scrape time). */
+  gauges(): WorkerGauge[] {
+    const out: WorkerGauge[] = [];
+    // One adopted after a restart that has not heartbeated yet has said no capacity: not listed.
+    for (const w of this.#workers.values()) if (w.heard) out.push({ worker: w.id, capacity: w.capacity, children: w.running ?? w.slots });
+    return out;
+  }
+
   heartbeat(hb: Heartbeat): void {
     let w = this.#workers.get(hb.worker);
     if (!w) {
@@ -67,6 +80,8 @@ export class WorkerTable {
       this.#options.logger.info({ worker: hb.worker, capacity: hb.capacity }, 'worker joined');
     }
     w.capacity = hb.capacity;
+    w.running = hb.running;
+    w.heard = true;
     w.lastSeen = this.#options.clock.now();
     w.full = false;
     this.#pump();
