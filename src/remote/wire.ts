@@ -41,8 +41,6 @@ export const STEER_MAX_AGE_NS = 7 * 24 * 3_600_000_000_000;
 export interface Heartbeat {
   readonly worker: string;
   readonly capacity: number;
-  /** Children running now (not those waiting only for their own): the worker's metrics. Absent from older workers. */
-  readonly running?: number;
   /** Children it holds a slot for, with their epochs (a returning worker is fenced by these). */
   readonly children: ReadonlyArray<{ readonly child: string; readonly epoch: number }>;
 }
@@ -134,7 +132,7 @@ const epoch = z.number().int().nonnegative();
 const held = z.array(z.strictObject({ child: id, epoch })).max(100_000);
 const agent = z.record(z.string(), z.unknown());
 
-export const heartbeatSchema = z.object({ worker: id, capacity: z.number().int().min(1), running: z.number().int().nonnegative().optional(), children: held });
+export const heartbeatSchema = z.object({ worker: id, capacity: z.number().int().min(1), children: held });
 export const dropSchema = z.object({ children: held });
 export const assignSchema = z.object({
   child: id,

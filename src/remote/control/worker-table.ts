@@ -14,8 +14,6 @@ export interface WorkerState {
   slots: number;
   /** Refused an assignment as full: not chosen again before its next heartbeat. */
   full: boolean;
-  /** Children running on it, as its last heartbeat said (undefined: it did not say; the slots count). */
-  running?: number | undefined;
   /** It has heartbeated to this control plane (its capacity is its own word). */
   heard?: boolean;
 }
@@ -64,11 +62,14 @@ export class WorkerTable {
     return this.#waiting.length;
   }
 
-  /** The live workers' capacity and running children, for /metrics (read at scrape time). */
+  /**
+   * The live workers, for /metrics (read at scrape time): the capacity each heartbeats, and the
+   * children running on it as placement counts them (the slots it schedules by).
+   */
   gauges(): WorkerGauge[] {
     const out: WorkerGauge[] = [];
     // One adopted after a restart that has not heartbeated yet has said no capacity: not listed.
-    for (const w of this.#workers.values()) if (w.heard) out.push({ worker: w.id, capacity: w.capacity, children: w.running ?? w.slots });
+    for (const w of this.#workers.values()) if (w.heard) out.push({ worker: w.id, capacity: w.capacity, children: w.slots });
     return out;
   }
 
@@ -80,7 +81,6 @@ export class WorkerTable {
       this.#options.logger.info({ worker: hb.worker, capacity: hb.capacity }, 'worker joined');
     }
     w.capacity = hb.capacity;
-    w.running = hb.running;
     w.heard = true;
     w.lastSeen = this.#options.clock.now();
     w.full = false;

@@ -128,7 +128,6 @@ export class Worker {
     const hb: Heartbeat = {
       worker: this.id,
       capacity: this.#capacity,
-      running: this.running,
       children: [...this.#held.values()].map((h) => ({ child: h.assign.child, epoch: h.assign.epoch })),
     };
     this.#link.nc.publish(subjects.heartbeat(this.id), encode(hb));
