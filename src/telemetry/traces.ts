@@ -6,32 +6,63 @@
 // context manager. No content is ever recorded: the goal alone, cut to 120 characters.
 import { INVALID_SPAN_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { CompletionEntry } from '../types.ts';
-import { ambient, held, inject, requestSpan, tracer } from './context.ts';
-import type { ChatEnd, ChatRequest, ChildFacts, DelegationFacts, Ending, RunTelemetry, RuntimeObserver, TurnFacts, TurnTelemetry } from './observer.ts';
+import { ambient, held, inject, requestSpan, tracer, tracing } from './context.ts';
+import { NO_RUN, NO_TURN } from './observer.ts';
+import type {
+  ChatEnd,
+  ChatRequest,
+  ChildFacts,
+  DelegationFacts,
+  Ending,
+  RunTelemetry,
+  RuntimeObserver,
+  TurnEnd,
+  TurnFacts,
+  TurnTelemetry,
+} from './observer.ts';
 
 export const GOAL_CHARS = 120;
 const FAILED = new Set(['failed', 'error', 'timeout']);
 
-interface Open {
+/** A span and the context its children start under (made on first use: most spans have none). */
+class Open {
   readonly span: Span;
-  readonly ctx: Context;
+  readonly #parent: Context;
+  #ctx: Context | undefined;
+
+  constructor(span: Span, parent: Context) {
+    this.span = span;
+    this.#parent = parent;
+  }
+
+  get ctx(): Context {
+    return (this.#ctx ??= trace.setSpan(this.#parent, this.span));
+  }
 }
 
-interface ChildSpan extends Open {
+class ChildSpan extends Open {
   /** Tool spans open now, innermost last: a spawn from inside a tool hangs under it. */
-  readonly tools: Open[];
+  readonly tools: Open[] = [];
   /**
    * Runs on a worker: its model requests and tool calls are the worker's spans (under this one),
    * so the control plane makes none for the tool steps it relays.
    */
   readonly remote: boolean;
+
+  constructor(span: Span, parent: Context, remote: boolean) {
+    super(span, parent);
+    this.remote = remote;
+  }
 }
 
 const NOTHING: Ending<never> = { end() {} };
 
+function start(name: string, kind: SpanKind, attributes: Attributes, parent: Context): Span {
+  return tracer.startSpan(name, { kind, attributes }, parent);
+}
+
 function open(name: string, kind: SpanKind, attributes: Attributes, parent: Context): Open {
-  const span = tracer.startSpan(name, { kind, attributes }, parent);
-  return { span, ctx: trace.setSpan(parent, span) };
+  return new Open(start(name, kind, attributes, parent), parent);
 }
 
 /** The runtime's spans. One per runtime; state only for live children and open delegations. */
@@ -42,6 +73,7 @@ export class Traces implements RuntimeObserver {
   readonly #steers = new Map<string, number>();
 
   delegated(d: DelegationFacts): void {
+    if (!tracing()) return;
     const parentChild = d.parent_id === null ? undefined : this.#children.get(d.parent_id);
     // A remote child's spawn hangs under the span its worker named (its tool call), when it named one.
     const parent = parentChild ? ((parentChild.remote ? held() : undefined) ?? parentChild.tools.at(-1)?.ctx ?? parentChild.ctx) : ambient();
@@ -52,6 +84,7 @@ export class Traces implements RuntimeObserver {
   }
 
   created(c: ChildFacts): void {
+    if (!tracing()) return;
     const parent = this.#delegations.get(c.delegation_id)?.ctx ?? ambient();
     const attributes: Attributes = {
       'gen_ai.operation.name': 'invoke_agent',
@@ -67,7 +100,7 @@ export class Traces implements RuntimeObserver {
     if (c.owner !== undefined) attributes['gen_ai.conversation.id'] = c.owner.session_id;
     if (c.parent_id !== null) attributes['subrun.parent.id'] = c.parent_id;
     const remote = c.runner?.place !== undefined;
-    this.#children.set(c.subagent_id, { ...open('invoke_agent', SpanKind.INTERNAL, attributes, parent), tools: [], remote });
+    this.#children.set(c.subagent_id, new ChildSpan(start('invoke_agent', SpanKind.INTERNAL, attributes, parent), parent, remote));
   }
 
   started(c: ChildFacts): void {
@@ -85,8 +118,7 @@ export class Traces implements RuntimeObserver {
       span.addEvent('subrun.steer.missed', { 'subrun.steer.id': m.steer_id, 'subrun.steer.maybe_delivered': m.maybe_delivered });
     }
     for (const t of child.tools) t.span.end();
-    span.setAttribute('subrun.tool_count', entry.tool_trace.length);
-    sealed(span, entry.status, entry.exit_reason, entry.api_calls, entry.tokens);
+    sealed(span, entry, { 'subrun.tool_count': entry.tool_trace.length });
   }
 
   delegationDone(delegation_id: string, entries: readonly CompletionEntry[]): void {
@@ -98,6 +130,7 @@ export class Traces implements RuntimeObserver {
   }
 
   steerQueued(subagent_id: string, steer_id: string, bytes: number, at: number): void {
+    if (!tracing()) return;
     requestSpan()?.setAttributes({ 'subrun.steer.fate': 'queued', 'subrun.steer.id': steer_id });
     const child = this.#children.get(subagent_id);
     if (!child) return;
@@ -127,7 +160,7 @@ export class Traces implements RuntimeObserver {
   }
 
   run(c: ChildFacts): RunTelemetry {
-    return runOf(() => this.#children.get(c.subagent_id));
+    return this.#children.has(c.subagent_id) ? runOf(() => this.#children.get(c.subagent_id)) : NO_RUN;
   }
 
   /**
@@ -135,6 +168,7 @@ export class Traces implements RuntimeObserver {
    * handled (prompt.submit); its model requests, tool calls and delegations hang under it.
    */
   turn(t: TurnFacts): TurnTelemetry {
+    if (!tracing()) return NO_TURN;
     const attributes: Attributes = {
       'gen_ai.operation.name': 'invoke_agent',
       'gen_ai.provider.name': 'openai',
@@ -143,7 +177,8 @@ export class Traces implements RuntimeObserver {
       'gen_ai.request.model': t.model,
       'subrun.turn.id': t.turn_id,
     };
-    const turn: ChildSpan = { ...open('invoke_agent', SpanKind.INTERNAL, attributes, ambient()), tools: [], remote: false };
+    const parent = ambient();
+    const turn = new ChildSpan(start('invoke_agent', SpanKind.INTERNAL, attributes, parent), parent, false);
     let ended = false;
     return {
       ...runOf(() => turn),
@@ -151,29 +186,31 @@ export class Traces implements RuntimeObserver {
         if (ended) return;
         ended = true;
         for (const tool of turn.tools) tool.span.end();
-        sealed(turn.span, r.status, r.exit_reason, r.api_calls, r.tokens);
+        sealed(turn.span, r);
       },
     };
   }
 
   /** A child's span that is not this runtime's: a worker's runner parents on the context its assignment carried. */
   static runUnder(ctx: Context): RunTelemetry {
-    const child: ChildSpan = { span: trace.getSpan(ctx) ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT), ctx, tools: [], remote: false };
+    // Its context is the one given: setSpan of the span it holds changes nothing in it.
+    const child = new ChildSpan(trace.getSpan(ctx) ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT), ctx, false);
     return runOf(() => child);
   }
 }
 
 /** The end of an `invoke_agent` span: its counts, ERROR for failed, error and timeout. */
-function sealed(span: Span, status: string, exit_reason: string, api_calls: number, tokens: { input: number; output: number }): void {
+function sealed(span: Span, end: TurnEnd, extra?: Attributes): void {
   span.setAttributes({
-    'subrun.status': status,
-    'subrun.exit_reason': exit_reason,
-    'subrun.api_calls': api_calls,
-    'gen_ai.usage.input_tokens': tokens.input,
-    'gen_ai.usage.output_tokens': tokens.output,
+    'subrun.status': end.status,
+    'subrun.exit_reason': end.exit_reason,
+    'subrun.api_calls': end.api_calls,
+    'gen_ai.usage.input_tokens': end.tokens.input,
+    'gen_ai.usage.output_tokens': end.tokens.output,
+    ...extra,
   });
-  if (FAILED.has(status)) {
-    span.setAttribute('error.type', status);
+  if (FAILED.has(end.status)) {
+    span.setAttribute('error.type', end.status);
     span.setStatus({ code: SpanStatusCode.ERROR });
   }
   span.end();
@@ -230,7 +267,7 @@ function chatSpan(child: ChildSpan | undefined, request: ChatRequest): Ending<Ch
   }
   // The child's own span says who it talks to once it talks to a model.
   child.span.setAttribute('gen_ai.provider.name', 'openai');
-  const { span } = open(`chat ${request.model}`, SpanKind.CLIENT, attributes, child.ctx);
+  const span = start(`chat ${request.model}`, SpanKind.CLIENT, attributes, child.ctx);
   return {
     end(r) {
       if (r.outcome === 'ok') {
