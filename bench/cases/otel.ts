@@ -9,6 +9,7 @@
 // one, so no span, no context, no attribute object is made (what is left is one call into an
 // empty method per hook, a few ns). The commit before tracing cannot run in this process, so (0)
 // is the honest stand-in for "telemetry compiled out".
+// An A/A run (the bypassed build against itself) gives the noise floor of those ratios.
 // - scrape: GET /metrics's work (Metrics.scrape(): the registry's text) with 10,000 live children.
 // The API's proxy tracer keeps the first real tracer it is given, so (a) runs before (b).
 import { trace } from '@opentelemetry/api';
@@ -75,8 +76,11 @@ interface Side {
   readonly p99: number[];
 }
 
-/** Alternates the bypassed build (0) and the variant (a or b) for `rounds`, fresh runtimes each. */
-async function ab(rounds: number, n: number, steers: number): Promise<{ base: Side; with: Side }> {
+/**
+ * Alternates the bypassed build (0) and the variant (a or b) for `rounds`, fresh runtimes each;
+ * `control`: the variant is the bypassed build too (an A/A run: the noise floor of the ratios).
+ */
+async function ab(rounds: number, n: number, steers: number, control = false): Promise<{ base: Side; with: Side }> {
   const base: Side = { perChild: [], p50: [], p99: [] };
   const variant: Side = { perChild: [], p50: [], p99: [] };
   const one = async (side: Side, off: boolean) => {
@@ -91,9 +95,9 @@ async function ab(rounds: number, n: number, steers: number): Promise<{ base: Si
   for (let i = 0; i < rounds; i++) {
     if (i % 2 === 0) {
       await one(base, true);
-      await one(variant, false);
+      await one(variant, control);
     } else {
-      await one(variant, false);
+      await one(variant, control);
       await one(base, true);
     }
   }
@@ -165,6 +169,7 @@ export const otelCase: BenchCase = {
       await runSubrun(Math.min(n, 2000));
       await steerRun(Math.min(steers, 200));
     }
+    const control = await ab(rounds, n, steers, true);
     const noSdk = await ab(rounds, n, steers);
     opts.log(
       `otel: no SDK: per child ${noSdk.with.perChild.map((x) => (x * 1000).toFixed(2)).join(' ')} µs vs ${noSdk.base.perChild.map((x) => (x * 1000).toFixed(2)).join(' ')}`,
@@ -187,6 +192,7 @@ export const otelCase: BenchCase = {
     const s = await scrape(live, bySize(opts.mode, { full: 50, quick: 20, tiny: 3 }));
     const note = `${n} children at concurrency 64; ${steers} steers; ${rounds} alternating rounds each`;
     return [
+      ...rows('aa', 'the bypassed build again (A/A: the noise floor)', control, '', note),
       ...rows('no_sdk', 'no SDK registered', noSdk, '<= 1.05', note),
       ...rows('sdk', 'BatchSpanProcessor + InMemorySpanExporter', sdk, '<= 1.3', note),
       row({

@@ -22,6 +22,7 @@ export const tracer = trace.getTracer('subrun', VERSION);
 let current: Context | undefined;
 
 /** The API's no-op provider (one instance): what the global proxy delegates to until an SDK is registered. */
+// eslint-disable-next-line @typescript-eslint/no-deprecated -- the 1.x API's one way to see whether a provider is registered; 1.9.x is pinned (the Node-20 SDK line)
 const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
 
 /**
@@ -32,6 +33,7 @@ const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
  */
 export function tracing(): boolean {
   const p = trace.getTracerProvider();
+  // eslint-disable-next-line @typescript-eslint/no-deprecated -- as above
   return !(p instanceof ProxyTracerProvider) || p.getDelegate() !== NOOP_PROVIDER;
 }
 
