@@ -35,4 +35,9 @@ export interface RunTelemetry {
   inject(carrier: Record<string, string>): void;
   /** The context a spawn made by this child now hangs under (its open tool span, else its own). */
   spawnContext(): Context | undefined;
+  /**
+   * The child runs on a worker (serve --nats): its span names it (`subrun.worker.id`) and who
+   * the worker's runner talks to (`gen_ai.provider.name`).
+   */
+  placed(worker: string, provider: string): void;
 }

@@ -5,6 +5,7 @@ import { durabilityCase } from './durability.ts';
 import { fanoutCase } from './fanout.ts';
 import { httpCase } from './http.ts';
 import { mcpCase } from './mcp.ts';
+import { otelCase } from './otel.ts';
 import { registryCase } from './registry.ts';
 import { scaleOutCase } from './scale-out.ts';
 import { remoteRestartCase } from './remote-restart.ts';
@@ -32,6 +33,7 @@ export const CASES: readonly BenchCase[] = [
   durabilityCase,
   remoteRestartCase,
   mcpCase,
+  otelCase,
 ];
 
 export function findCase(name: string): BenchCase | undefined {

@@ -211,7 +211,8 @@ export class AcpAgent {
           if (signal.aborted) onAbort();
           else signal.addEventListener('abort', onAbort, { once: true });
           const text = params.prompt.map((b) => (b.type === 'text' ? b.text : '')).join('');
-          return session.prompt(requestId, text).finally(() => signal.removeEventListener('abort', onAbort));
+          // The prompt's W3C trace context (`_meta.traceparent`, ...) parents its turn's span.
+          return session.prompt(requestId, text, params._meta).finally(() => signal.removeEventListener('abort', onAbort));
         }),
       )
       .onNotification(acp.methods.agent.session.cancel, () => {

@@ -31,6 +31,17 @@ interface Deferred<T> {
   readonly resolve: (value: T) => void;
 }
 
+/** The W3C trace context of an ACP request's `_meta`, passed on to the turn's request (strings only). */
+function traceMeta(meta: unknown): { _meta?: Record<string, string> } {
+  if (typeof meta !== 'object' || meta === null) return {};
+  const out: Record<string, string> = {};
+  for (const key of ['traceparent', 'tracestate', 'baggage']) {
+    const v: unknown = Reflect.get(meta, key);
+    if (typeof v === 'string') out[key] = v;
+  }
+  return Object.keys(out).length > 0 ? { _meta: out } : {};
+}
+
 function deferred<T>(): Deferred<T> {
   let resolve!: (value: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
@@ -101,13 +112,13 @@ export class AcpSession {
 
   // ---- the prompt ----
 
-  async prompt(requestId: RequestId, text: string): Promise<PromptResponse> {
+  async prompt(requestId: RequestId, text: string, meta?: unknown): Promise<PromptResponse> {
     const turn = this.registerTurn(requestId);
     try {
       // Checked and submitted in one synchronous step: a cancel seen by the tap after this point
       // reaches the server after the submit (one link, in order), so it interrupts this turn.
       if (turn.cancelled || this.#closed) return { stopReason: 'cancelled' };
-      const started = this.#link.call('prompt.submit', { session_id: this.sessionId, text });
+      const started = this.#link.call('prompt.submit', { session_id: this.sessionId, text, ...traceMeta(meta) });
       const { turn_id } = await started;
       const end = await this.#end(turn_id).promise;
       this.#ends.delete(turn_id);

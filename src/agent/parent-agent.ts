@@ -18,6 +18,8 @@ import type { IdMaker } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import type { Snapshot } from '../child/snapshot.ts';
 import type { Runtime } from '../delegation/runtime.ts';
+import { within } from '../telemetry/context.ts';
+import type { TurnTelemetry } from '../telemetry/observer.ts';
 
 const PARENT_PROMPT = [
   'You are the parent agent of this session. You can do work yourself with your tools, and you can',
@@ -50,6 +52,8 @@ interface Turn {
   readonly turn_id: string;
   readonly abort: AbortController;
   readonly inbox: SteerInbox;
+  /** Its `invoke_agent` span (under the prompt's request span) and model metrics. */
+  readonly telemetry: TurnTelemetry;
 }
 
 export class ParentAgent {
@@ -85,7 +89,10 @@ export class ParentAgent {
     const config = this.#deps.config;
     if (!config) throw new SubrunError(ErrorCode.NoModel, NO_MODEL_MESSAGE);
     if (this.#turn) throw new SubrunError(ErrorCode.TurnRunning, 'a turn is already running: steer it with session.steer or stop it with session.interrupt');
-    const turn: Turn = { turn_id: `turn_${++this.#turns}`, abort: new AbortController(), inbox: new SteerInbox() };
+    const turn_id = `turn_${++this.#turns}`;
+    // Started here, in the request's step: the span parents on the request being handled.
+    const telemetry = this.#deps.runtime.turn({ session_id: this.#deps.owner().session_id, turn_id, model: config.endpoint.model });
+    const turn: Turn = { turn_id, abort: new AbortController(), inbox: new SteerInbox(), telemetry };
     this.#turn = turn;
     void this.#run(turn, config, text).catch((err: unknown) => this.#deps.logger.error({ err }, 'parent turn failed'));
     return { status: 'streaming', turn_id: turn.turn_id };
@@ -125,7 +132,7 @@ export class ParentAgent {
     const { emit } = this.#deps;
     const childRunner = openaiRunner({ ...config, system_prompt: undefined });
     const completions = new CompletionInbox();
-    const tools = [...(config.tools ?? []), delegateTaskTool(this.#port(childRunner), completions)];
+    const tools = [...(config.tools ?? []), delegateTaskTool(this.#port(childRunner, turn.telemetry), completions)];
     const { clock } = this.#deps;
     const started = clock.now();
     // Before the first await: the host has it before prompt.submit's reply.
@@ -147,10 +154,14 @@ export class ParentAgent {
           // hermes' shapes: the model's call id and the function name; `args` only as an object.
           const shown = isRecord(args) ? { args } : {};
           const t0 = clock.now();
+          const span = turn.telemetry.tool(name, tool_id);
           emit('tool.start', { turn_id: turn.turn_id, tool_id, name, ...shown, preview: preview(args) });
-          return (output, ok) =>
+          return (output, ok) => {
+            span.end(ok);
             emit('tool.complete', { turn_id: turn.turn_id, tool_id, name, ...shown, ok, duration_s: (clock.now() - t0) / 1000, preview: preview(output) });
+          };
         },
+        onModelRequest: (model, base_url) => turn.telemetry.chat({ model, base_url }),
         takeSteers: () => turn.inbox.take(),
         confirmSteers: (steers) => {
           for (const s of turn.inbox.confirm(steers)) emit('session.steer.delivered', { turn_id: turn.turn_id, steer_id: s.steer_id, text: s.text });
@@ -176,6 +187,7 @@ export class ParentAgent {
       model: config.endpoint.model,
       missed: missed.map((s) => s.text),
     });
+    turn.telemetry.end(entry);
     emit('message.complete', {
       turn_id: turn.turn_id,
       status: turnStatus(entry.status),
@@ -212,16 +224,20 @@ export class ParentAgent {
     return mine;
   }
 
-  #port(runner: ReturnType<typeof openaiRunner>): DelegationPort {
+  #port(runner: ReturnType<typeof openaiRunner>, telemetry: TurnTelemetry): DelegationPort {
     const rt = this.#deps.runtime;
     return {
       max_tasks: rt.limits.max_concurrent_children,
       spawn: (tasks) => {
         if (this.#closed) throw new SubrunError(ErrorCode.RuntimeClosed, 'the session has closed; it can no longer delegate');
-        const handle = rt.delegate(
-          tasks.map((t) => ({ goal: t.goal, context: t.context, runner, agent: OPENAI_AGENT })),
-          { owner: this.#deps.owner() },
-        );
+        const delegate = () =>
+          rt.delegate(
+            tasks.map((t) => ({ goal: t.goal, context: t.context, runner, agent: OPENAI_AGENT })),
+            { owner: this.#deps.owner() },
+          );
+        // Its delegation hangs under the turn (its delegate_task tool span, open now).
+        const under = telemetry.spawnContext();
+        const handle = under ? within(under, delegate) : delegate();
         this.#mine.add(handle.delegation_id);
         return handle;
       },
@@ -232,7 +248,9 @@ export class ParentAgent {
       // Any lost child of the session: after a restart the parent's tree is gone with its process.
       revive: (id) => {
         if (this.#closed) throw new SubrunError(ErrorCode.RuntimeClosed, 'the session has closed; it can no longer delegate');
-        const r = rt.revive(id, { scope: this.#scope(), owner: this.#deps.owner() });
+        const revive = () => rt.revive(id, { scope: this.#scope(), owner: this.#deps.owner() });
+        const under = telemetry.spawnContext();
+        const r = under ? within(under, revive) : revive();
         this.#mine.add(r.handle.delegation_id);
         return r;
       },

@@ -102,9 +102,15 @@ export async function serve(argv: readonly string[]): Promise<number> {
         : await openStore(durable_dir, fsync, logger);
   const remote = lead === undefined ? undefined : await attachPlacement(lead.link, v, logger);
   const localKinds = { ...builtinRunnerKinds, openai: openaiKind(openai) };
+  // Served at GET /metrics on the --ws listener; nothing reads them elsewhere.
+  const metrics = v.ws === true ? new Metrics() : undefined;
+  if (metrics && remote) {
+    // The fleet as the workers' heartbeats tell it, read at scrape time; a lost worker's series go.
+    metrics.setWorkers(() => remote.workers.gauges());
+    remote.onWorkerLost(() => metrics.workerLost());
+  }
   const server = new RpcServer({
-    // Served at GET /metrics on the --ws listener; nothing reads them elsewhere.
-    ...(v.ws === true ? { metrics: new Metrics() } : {}),
+    ...(metrics ? { metrics } : {}),
     max_concurrent_children: v['max-concurrent-children'],
     max_spawn_depth: v['max-spawn-depth'],
     max_message_bytes: v['max-message-bytes'],

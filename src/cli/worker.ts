@@ -2,14 +2,15 @@
 // `subrun serve ... --nats URL`. It runs children with the built-in runner kinds (scripted, and
 // openai when given the model options). NATS unreachable or without JetStream at start: one line
 // on stderr and exit 2. SIGTERM/SIGINT: stop taking children, interrupt those it holds, send
-// their outcomes, exit 0.
+// their outcomes, flush its spans (with an OTLP endpoint configured), exit 0.
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiKind } from '../agent/runner.ts';
 import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
 import { createLogger } from '../log.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { NatsStartError } from '../remote/nats.ts';
-import { Worker } from '../remote/worker/worker.ts';
+import { newWorkerId, Worker } from '../remote/worker/worker.ts';
+import { startTracing } from './otel.ts';
 
 export const WORKER_FLAGS = [
   {
@@ -34,6 +35,20 @@ export const WORKER_FLAGS = [
     min: 50,
     max: 60_000,
     help: "heartbeat period; keep it well under the control plane's --worker-loss-ms (default 1000)",
+  },
+  {
+    flag: 'shutdown-grace-ms',
+    env: 'SUBRUN_SHUTDOWN_GRACE_MS',
+    kind: 'int',
+    min: 0,
+    max: 2_147_483_647,
+    help: 'on shutdown, how long its children have to send their outcomes, then its spans to be flushed (default 5000 each)',
+  },
+  {
+    flag: 'otlp-endpoint',
+    kind: 'string',
+    arg: 'URL',
+    help: 'export its spans over OTLP/HTTP to URL (+ /v1/traces); the OTEL_EXPORTER_OTLP_* variables do too (docs/observability.md)',
   },
   {
     flag: 'log-level',
@@ -65,9 +80,14 @@ export async function worker(argv: readonly string[]): Promise<number> {
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   const openai = modelConfig(v, sources);
   const logger = createLogger(level);
+  const id = newWorkerId();
+  // Before any child can arrive; a bad OTLP protocol is one line and exit 2 (a UsageError).
+  const tracing = await startTracing({ endpoint: v['otlp-endpoint'], service: 'subrun-worker', instance: id, logger });
+  const grace = v['shutdown-grace-ms'] ?? 5000;
   let w: Worker;
   try {
     w = await Worker.start({
+      id,
       url,
       max_children: v['max-children'],
       heartbeat_ms: v['worker-heartbeat-ms'],
@@ -87,9 +107,15 @@ export async function worker(argv: readonly string[]): Promise<number> {
       process.on(sig, () => {
         if (stopping) return;
         stopping = true;
-        void w.stop().then(resolve);
+        void w
+          .stop(grace)
+          // The spans of every child it let go, the last outcomes' included; a dead collector gets the grace, no more.
+          .then(() => tracing?.shutdown(grace))
+          .then(resolve);
       });
     }
   });
+  // Nothing is owed to anyone any more: an exporter's request still in flight must not hold the process.
+  setTimeout(() => process.exit(), 0).unref();
   return 0;
 }

@@ -26,7 +26,7 @@ import {
   type TailResult,
 } from '../registry/registry.ts';
 import type { Snapshot } from '../child/snapshot.ts';
-import { combine } from '../telemetry/observer.ts';
+import { combine, type TurnFacts, type TurnTelemetry } from '../telemetry/observer.ts';
 import { Traces } from '../telemetry/traces.ts';
 import type { Timeline } from '../contract/entities.ts';
 import { TimelineLog } from './timeline.ts';
@@ -100,6 +100,8 @@ export interface Runtime {
    * (`not_revivable`, `already_revived`). In-process, any child of the store; scoped, only the scope's.
    */
   revive(subagent_id: string, options?: ReviveOptions & { readonly owner?: Owner; readonly scope?: Scope }): Revived;
+  /** A parent agent's turn starts: its span (under the request being handled) and its model metrics. */
+  turn(t: TurnFacts): TurnTelemetry;
   /** Every event together with its private owner binding (for the RPC layer's routing). */
   onOwnedEvent(listener: OwnedEventListener): () => void;
   readonly liveCount: number;
@@ -281,6 +283,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       return pending.then((commit) => (commit === 'refused' ? refused() : commit === 'stored' ? 'queued' : 'uncertain'), refused);
     },
     interrupt: (id) => interrupted(registry.interrupt(id)),
+    turn: (t) => observer.turn(t),
     scoped: {
       list: (scope, o) => registry.listScoped(scope, o),
       tail: (scope, id, since) => storedTail(registry.tail(id, since, scope), journal, scope, since),

@@ -29,6 +29,26 @@ export interface DelegationFacts {
   readonly session_id: string | undefined;
 }
 
+/** A parent agent's turn (prompt.submit, ACP session/prompt), as telemetry sees it. */
+export interface TurnFacts {
+  readonly session_id: string;
+  readonly turn_id: string;
+  readonly model: string;
+}
+
+/** How a turn ended (its entry's counts, never its text). */
+export interface TurnEnd {
+  readonly status: string;
+  readonly exit_reason: string;
+  readonly api_calls: number;
+  readonly tokens: { readonly input: number; readonly output: number };
+}
+
+/** A turn's model requests and tool calls (RunTelemetry), and its end. */
+export interface TurnTelemetry extends RunTelemetry {
+  end(result: TurnEnd): void;
+}
+
 export interface RuntimeObserver {
   delegated(d: DelegationFacts): void;
   created(c: ChildFacts): void;
@@ -45,6 +65,8 @@ export interface RuntimeObserver {
   /** `reached`: the target, then each descendant the interrupt stopped. */
   interrupted(target: string, found: boolean, reached: readonly string[]): void;
   run(c: ChildFacts): RunTelemetry;
+  /** A parent agent's turn begins (its span parents on the request being handled). */
+  turn(t: TurnFacts): TurnTelemetry;
 }
 
 const NOTHING: Ending<never> = { end() {} };
@@ -53,7 +75,9 @@ export const NO_RUN: RunTelemetry = {
   tool: () => NOTHING,
   inject() {},
   spawnContext: () => undefined,
+  placed() {},
 };
+export const NO_TURN: TurnTelemetry = { ...NO_RUN, end() {} };
 
 /** An observer that does nothing (a runtime without telemetry). */
 export const NO_OBSERVER: RuntimeObserver = {
@@ -68,6 +92,7 @@ export const NO_OBSERVER: RuntimeObserver = {
   steerRejected() {},
   interrupted() {},
   run: () => NO_RUN,
+  turn: () => NO_TURN,
 };
 
 function both<T>(a: Ending<T>, b: Ending<T>): Ending<T> {
@@ -122,18 +147,33 @@ export function combine(a: RuntimeObserver, b: RuntimeObserver): RuntimeObserver
       a.interrupted(t, f, r);
       b.interrupted(t, f, r);
     },
-    run(c) {
-      const ra = a.run(c);
-      const rb = b.run(c);
+    run: (c) => bothRuns(a.run(c), b.run(c)),
+    turn(t) {
+      const ta = a.turn(t);
+      const tb = b.turn(t);
       return {
-        chat: (r) => both(ra.chat(r), rb.chat(r)),
-        tool: (n, id) => both(ra.tool(n, id), rb.tool(n, id)),
-        inject: (carrier) => {
-          ra.inject(carrier);
-          rb.inject(carrier);
+        ...bothRuns(ta, tb),
+        end(r) {
+          ta.end(r);
+          tb.end(r);
         },
-        spawnContext: () => ra.spawnContext() ?? rb.spawnContext(),
       };
+    },
+  };
+}
+
+function bothRuns(ra: RunTelemetry, rb: RunTelemetry): RunTelemetry {
+  return {
+    chat: (r) => both(ra.chat(r), rb.chat(r)),
+    tool: (n, id) => both(ra.tool(n, id), rb.tool(n, id)),
+    inject: (carrier) => {
+      ra.inject(carrier);
+      rb.inject(carrier);
+    },
+    spawnContext: () => ra.spawnContext() ?? rb.spawnContext(),
+    placed: (worker, provider) => {
+      ra.placed(worker, provider);
+      rb.placed(worker, provider);
     },
   };
 }

@@ -6,25 +6,63 @@
 // context manager. No content is ever recorded: the goal alone, cut to 120 characters.
 import { INVALID_SPAN_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { CompletionEntry } from '../types.ts';
-import { ambient, inject, requestSpan, tracer } from './context.ts';
-import type { ChatEnd, ChatRequest, ChildFacts, DelegationFacts, Ending, RunTelemetry, RuntimeObserver } from './observer.ts';
+import { ambient, held, inject, requestSpan, tracer, tracing } from './context.ts';
+import { NO_RUN, NO_TURN } from './observer.ts';
+import type {
+  ChatEnd,
+  ChatRequest,
+  ChildFacts,
+  DelegationFacts,
+  Ending,
+  RunTelemetry,
+  RuntimeObserver,
+  TurnEnd,
+  TurnFacts,
+  TurnTelemetry,
+} from './observer.ts';
 
 export const GOAL_CHARS = 120;
 const FAILED = new Set(['failed', 'error', 'timeout']);
 
-interface Open {
+/** A span and the context its children start under (made on first use: most spans have none). */
+class Open {
   readonly span: Span;
-  readonly ctx: Context;
+  readonly #parent: Context;
+  #ctx: Context | undefined;
+
+  constructor(span: Span, parent: Context) {
+    this.span = span;
+    this.#parent = parent;
+  }
+
+  get ctx(): Context {
+    return (this.#ctx ??= trace.setSpan(this.#parent, this.span));
+  }
 }
 
-interface ChildSpan extends Open {
+class ChildSpan extends Open {
   /** Tool spans open now, innermost last: a spawn from inside a tool hangs under it. */
-  readonly tools: Open[];
+  readonly tools: Open[] = [];
+  /**
+   * Runs on a worker: its model requests and tool calls are the worker's spans (under this one),
+   * so the control plane makes none for the tool steps it relays.
+   */
+  readonly remote: boolean;
+
+  constructor(span: Span, parent: Context, remote: boolean) {
+    super(span, parent);
+    this.remote = remote;
+  }
+}
+
+const NOTHING: Ending<never> = { end() {} };
+
+function start(name: string, kind: SpanKind, attributes: Attributes, parent: Context): Span {
+  return tracer.startSpan(name, { kind, attributes }, parent);
 }
 
 function open(name: string, kind: SpanKind, attributes: Attributes, parent: Context): Open {
-  const span = tracer.startSpan(name, { kind, attributes }, parent);
-  return { span, ctx: trace.setSpan(parent, span) };
+  return new Open(start(name, kind, attributes, parent), parent);
 }
 
 /** The runtime's spans. One per runtime; state only for live children and open delegations. */
@@ -35,8 +73,10 @@ export class Traces implements RuntimeObserver {
   readonly #steers = new Map<string, number>();
 
   delegated(d: DelegationFacts): void {
+    if (!tracing()) return;
     const parentChild = d.parent_id === null ? undefined : this.#children.get(d.parent_id);
-    const parent = parentChild ? (parentChild.tools.at(-1)?.ctx ?? parentChild.ctx) : ambient();
+    // A remote child's spawn hangs under the span its worker named (its tool call), when it named one.
+    const parent = parentChild ? ((parentChild.remote ? held() : undefined) ?? parentChild.tools.at(-1)?.ctx ?? parentChild.ctx) : ambient();
     const attributes: Attributes = { 'subrun.delegation.id': d.delegation_id, 'subrun.delegation.task_count': d.task_count };
     if (d.session_id !== undefined) attributes['gen_ai.conversation.id'] = d.session_id;
     if (d.parent_id !== null) attributes['subrun.parent.id'] = d.parent_id;
@@ -44,6 +84,7 @@ export class Traces implements RuntimeObserver {
   }
 
   created(c: ChildFacts): void {
+    if (!tracing()) return;
     const parent = this.#delegations.get(c.delegation_id)?.ctx ?? ambient();
     const attributes: Attributes = {
       'gen_ai.operation.name': 'invoke_agent',
@@ -58,7 +99,8 @@ export class Traces implements RuntimeObserver {
     };
     if (c.owner !== undefined) attributes['gen_ai.conversation.id'] = c.owner.session_id;
     if (c.parent_id !== null) attributes['subrun.parent.id'] = c.parent_id;
-    this.#children.set(c.subagent_id, { ...open('invoke_agent', SpanKind.INTERNAL, attributes, parent), tools: [] });
+    const remote = c.runner?.place !== undefined;
+    this.#children.set(c.subagent_id, new ChildSpan(start('invoke_agent', SpanKind.INTERNAL, attributes, parent), parent, remote));
   }
 
   started(c: ChildFacts): void {
@@ -76,19 +118,7 @@ export class Traces implements RuntimeObserver {
       span.addEvent('subrun.steer.missed', { 'subrun.steer.id': m.steer_id, 'subrun.steer.maybe_delivered': m.maybe_delivered });
     }
     for (const t of child.tools) t.span.end();
-    span.setAttributes({
-      'subrun.status': entry.status,
-      'subrun.exit_reason': entry.exit_reason,
-      'subrun.api_calls': entry.api_calls,
-      'subrun.tool_count': entry.tool_trace.length,
-      'gen_ai.usage.input_tokens': entry.tokens.input,
-      'gen_ai.usage.output_tokens': entry.tokens.output,
-    });
-    if (FAILED.has(entry.status)) {
-      span.setAttribute('error.type', entry.status);
-      span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    span.end();
+    sealed(span, entry, { 'subrun.tool_count': entry.tool_trace.length });
   }
 
   delegationDone(delegation_id: string, entries: readonly CompletionEntry[]): void {
@@ -100,6 +130,7 @@ export class Traces implements RuntimeObserver {
   }
 
   steerQueued(subagent_id: string, steer_id: string, bytes: number, at: number): void {
+    if (!tracing()) return;
     requestSpan()?.setAttributes({ 'subrun.steer.fate': 'queued', 'subrun.steer.id': steer_id });
     const child = this.#children.get(subagent_id);
     // A span nobody records (no SDK, or sampled out) keeps no wait to measure: the queued steers of
@@ -131,14 +162,60 @@ export class Traces implements RuntimeObserver {
   }
 
   run(c: ChildFacts): RunTelemetry {
-    return runOf(() => this.#children.get(c.subagent_id));
+    return this.#children.has(c.subagent_id) ? runOf(() => this.#children.get(c.subagent_id)) : NO_RUN;
+  }
+
+  /**
+   * A parent agent's turn: `invoke_agent` with `gen_ai.agent.name=parent`, under the request being
+   * handled (prompt.submit); its model requests, tool calls and delegations hang under it.
+   */
+  turn(t: TurnFacts): TurnTelemetry {
+    if (!tracing()) return NO_TURN;
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.agent.name': 'parent',
+      'gen_ai.conversation.id': t.session_id,
+      'gen_ai.request.model': t.model,
+      'subrun.turn.id': t.turn_id,
+    };
+    const parent = ambient();
+    const turn = new ChildSpan(start('invoke_agent', SpanKind.INTERNAL, attributes, parent), parent, false);
+    let ended = false;
+    return {
+      ...runOf(() => turn),
+      end(r) {
+        if (ended) return;
+        ended = true;
+        for (const tool of turn.tools) tool.span.end();
+        sealed(turn.span, r);
+      },
+    };
   }
 
   /** A child's span that is not this runtime's: a worker's runner parents on the context its assignment carried. */
   static runUnder(ctx: Context): RunTelemetry {
-    const child: ChildSpan = { span: trace.getSpan(ctx) ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT), ctx, tools: [] };
+    // Its context is the one given: setSpan of the span it holds changes nothing in it.
+    const child = new ChildSpan(trace.getSpan(ctx) ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT), ctx, false);
     return runOf(() => child);
   }
+}
+
+/** The end of an `invoke_agent` span: its counts, ERROR for failed, error and timeout. */
+function sealed(span: Span, end: TurnEnd, extra?: Attributes): void {
+  span.setAttributes({
+    'subrun.status': end.status,
+    'subrun.exit_reason': end.exit_reason,
+    'subrun.api_calls': end.api_calls,
+    'gen_ai.usage.input_tokens': end.tokens.input,
+    'gen_ai.usage.output_tokens': end.tokens.output,
+    ...extra,
+  });
+  if (FAILED.has(end.status)) {
+    span.setAttribute('error.type', end.status);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
 }
 
 function runOf(child: () => ChildSpan | undefined): RunTelemetry {
@@ -146,7 +223,7 @@ function runOf(child: () => ChildSpan | undefined): RunTelemetry {
     chat: (request) => chatSpan(child(), request),
     tool(name, call_id) {
       const c = child();
-      if (!c) return { end() {} };
+      if (!c || c.remote) return NOTHING;
       const attributes: Attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.type': 'function' };
       if (call_id !== undefined && call_id !== '') attributes['gen_ai.tool.call.id'] = call_id;
       const t = open(`execute_tool ${name}`, SpanKind.INTERNAL, attributes, c.ctx);
@@ -174,11 +251,14 @@ function runOf(child: () => ChildSpan | undefined): RunTelemetry {
       const c = child();
       return c ? (c.tools.at(-1)?.ctx ?? c.ctx) : undefined;
     },
+    placed(worker, provider) {
+      child()?.span.setAttributes({ 'subrun.worker.id': worker, 'gen_ai.provider.name': provider });
+    },
   };
 }
 
 function chatSpan(child: ChildSpan | undefined, request: ChatRequest): Ending<ChatEnd> {
-  if (!child) return { end() {} };
+  if (!child || child.remote) return NOTHING;
   const attributes: Attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': request.model };
   try {
     const url = new URL(request.base_url);
@@ -189,7 +269,7 @@ function chatSpan(child: ChildSpan | undefined, request: ChatRequest): Ending<Ch
   }
   // The child's own span says who it talks to once it talks to a model.
   child.span.setAttribute('gen_ai.provider.name', 'openai');
-  const { span } = open(`chat ${request.model}`, SpanKind.CLIENT, attributes, child.ctx);
+  const span = start(`chat ${request.model}`, SpanKind.CLIENT, attributes, child.ctx);
   return {
     end(r) {
       if (r.outcome === 'ok') {

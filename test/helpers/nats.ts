@@ -107,9 +107,9 @@ export interface WorkerProc {
   readonly id: string;
 }
 
-/** Starts `subrun worker --nats URL ...args` and waits for its ready line. */
-export async function startWorker(url: string, args: readonly string[] = []): Promise<WorkerProc> {
-  const proc = spawnSubrun(['worker', '--nats', url, ...args]);
+/** Starts `subrun worker --nats URL ...args` (with `env` added) and waits for its ready line. */
+export async function startWorker(url: string, args: readonly string[] = [], env: Record<string, string> = {}): Promise<WorkerProc> {
+  const proc = spawnSubrun(['worker', '--nats', url, ...args], env);
   const line = await proc.stderr.take((l) => l.startsWith('subrun worker '), WAIT_MS, 'the worker ready line');
   return { proc, id: line.split(' ')[2] as string };
 }

@@ -109,6 +109,7 @@ describe('bench suite plumbing (tiny sizes, figures not looked at)', () => {
         durability: 'durability.',
         'remote-restart': 'remote.restart',
         mcp: 'mcp.',
+        otel: 'otel.',
       }[c.name];
       expect(prefix, `case ${c.name} has a row prefix`).toBeDefined();
       expect(

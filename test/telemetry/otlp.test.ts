@@ -2,68 +2,10 @@
 // request's traceparent parents its SERVER span, under which the delegation and the children nest,
 // over http/json (decoded whole) and http/protobuf (the default; its strings are read from the
 // wire bytes). A grpc protocol is one line and exit 2.
-import { createServer, type Server } from 'node:http';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { killAll, runSubrun } from '../helpers/process.ts';
+import { attr, collector, spansOf } from '../helpers/otlp.ts';
 import { createSession, req, scripted, startHttp } from '../http/client.ts';
-
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: Array<{ key: string; value: { stringValue?: string; intValue?: string | number; boolValue?: boolean } }>;
-  events?: Array<{ name: string }>;
-}
-
-interface Received {
-  readonly contentType: string;
-  readonly body: Buffer;
-}
-
-/** An OTLP/HTTP receiver on 127.0.0.1: every POST to /v1/traces is kept; waiters are told at each. */
-async function collector(): Promise<{ url: string; requests: Received[]; until(pred: () => boolean): Promise<void>; close(): Promise<void> }> {
-  const requests: Received[] = [];
-  const waiters = new Set<() => void>();
-  const server: Server = createServer((rq, rs) => {
-    const chunks: Buffer[] = [];
-    rq.on('data', (c: Buffer) => chunks.push(c));
-    rq.on('end', () => {
-      if (rq.url === '/v1/traces') requests.push({ contentType: rq.headers['content-type'] ?? '', body: Buffer.concat(chunks) });
-      rs.writeHead(200, { 'content-type': rq.headers['content-type'] ?? 'application/json' }).end(rq.headers['content-type']?.includes('json') ? '{}' : '');
-      for (const w of [...waiters]) w();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    until: (pred) =>
-      new Promise<void>((resolve) => {
-        const check = () => {
-          if (!pred()) return;
-          waiters.delete(check);
-          resolve();
-        };
-        waiters.add(check);
-        check();
-      }),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
-interface OtlpBody {
-  resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
-}
-const spansOf = (requests: readonly Received[]): OtlpSpan[] =>
-  requests.flatMap((r) => (JSON.parse(r.body.toString('utf8')) as OtlpBody).resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)));
-const attr = (s: OtlpSpan, key: string) => {
-  const v = s.attributes.find((a) => a.key === key)?.value;
-  return v?.stringValue ?? (v?.intValue !== undefined ? Number(v.intValue) : v?.boolValue);
-};
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER = '00f067aa0ba902b7';

@@ -4,6 +4,7 @@
 import { isSubrunError } from '../../errors.ts';
 import type { CompletionEntry, DelegationHandle, RunnerContext, TaskSpec } from '../../types.ts';
 import { describe } from '../nats.ts';
+import { parentFrom, within } from '../../telemetry/context.ts';
 import { encode, type Inbound, type SpawnReply, type SpawnRequest, subjects } from '../wire.ts';
 import type { PlacementPort, RemoteProgress } from './port.ts';
 
@@ -41,7 +42,8 @@ export class ChildDelegations {
     this.#save();
   }
 
-  spawn(ctx: RunnerContext, req: SpawnRequest): SpawnReply {
+  /** `trace`: the W3C context the spawn request carried (the worker's span it was made in). */
+  spawn(ctx: RunnerContext, req: SpawnRequest, trace: Readonly<Record<string, string>> = {}): SpawnReply {
     // Asked again (its answer was lost, or this control plane restarted since): spawned once.
     if (this.#made.has(req.delegation_id)) return { ok: true };
     let handle: DelegationHandle;
@@ -51,9 +53,9 @@ export class ChildDelegations {
         ...(t.context !== undefined ? { context: t.context } : {}),
         ...(t.agent ? { agent: t.agent } : {}),
       }));
-      handle = this.#p.ids.preassigned(req.delegation_id, req.subagent_ids, () =>
-        ctx.delegate(tasks, req.timeout_ms !== undefined ? { timeout_ms: req.timeout_ms } : {}),
-      );
+      const delegate = () => ctx.delegate(tasks, req.timeout_ms !== undefined ? { timeout_ms: req.timeout_ms } : {});
+      const parent = parentFrom(trace);
+      handle = this.#p.ids.preassigned(req.delegation_id, req.subagent_ids, () => (parent ? within(parent, delegate) : delegate()));
     } catch (err) {
       return { ok: false, error: isSubrunError(err) ? err.message : describe(err) };
     }

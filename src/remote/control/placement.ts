@@ -47,6 +47,7 @@ export class Placement implements PlacementPort {
   #subs: Subscription[] = [];
   /** The agent spec of tasks that name none (an adopted default child runs it again). */
   #defaultSpec: Record<string, unknown> = { kind: 'scripted' };
+  #onLost: Array<() => void> = [];
 
   private constructor(link: NatsLink, options: Omit<PlacementOptions, 'url'>) {
     this.link = link;
@@ -259,7 +260,13 @@ export class Placement implements PlacementPort {
     if (m.reply) m.respond(encode({ ok: false, error: 'not the current assignment' }));
   }
 
+  /** Told each time a worker is declared lost (the `subrun_workers_lost_total` counter). */
+  onWorkerLost(fn: () => void): void {
+    this.#onLost.push(fn);
+  }
+
   #lost(worker: string): void {
+    for (const fn of this.#onLost) fn();
     const set = this.#byWorker.get(worker);
     this.#byWorker.delete(worker);
     // What the worker sent before it went (a finish, a delivery) may still wait in the event feed

@@ -22,6 +22,7 @@ import {
   workerEventSchema,
 } from '../wire.ts';
 import { describe, isNoResponders } from '../nats.ts';
+import { traceCarrier, traceHeaders } from '../trace-headers.ts';
 import { Latch, within } from '../wait.ts';
 import { ChildMailbox } from './child-mailbox.ts';
 import { RemoteSteerLedger } from './steer-ledger.ts';
@@ -161,9 +162,14 @@ export class RemoteChild implements RemoteChildHandle {
       agent: this.#agent,
       limits: { parent_id: ctx.parent_id, depth: ctx.depth, can_delegate: ctx.can_delegate, max_batch: ctx.max_batch },
     };
+    // The child's invoke_agent context: the worker's spans for it join the host's trace under it.
+    const trace: Record<string, string> = {};
+    ctx.telemetry?.inject(trace);
+    const headers = traceHeaders(trace);
     let reply: AssignReply | undefined;
     try {
-      reply = tryParse(assignReplySchema, (await this.#p.link.nc.request(subjects.assign(w.id), encode(msg), { timeout: REQUEST_MS })).data);
+      const answer = await this.#p.link.nc.request(subjects.assign(w.id), encode(msg), { timeout: REQUEST_MS, ...(headers ? { headers } : {}) });
+      reply = tryParse(assignReplySchema, answer.data);
     } catch (err) {
       this.#p.workers.release(w.id);
       this.worker = undefined;
@@ -176,6 +182,7 @@ export class RemoteChild implements RemoteChildHandle {
     }
     if (reply?.ok) {
       this.#p.bind(this);
+      ctx.telemetry?.placed(w.id, this.#agent.kind === 'openai' ? 'openai' : 'subrun');
       // Where it runs, in the child's progress: a restarted control plane adopts it there.
       this.#delegations.placed(ctx);
       return 'assigned';
@@ -284,8 +291,10 @@ export class RemoteChild implements RemoteChildHandle {
     const log = this.#p.logger;
     if (kind === 'spawn') {
       const req = parse(spawnRequestSchema, m.data, log, m.subject);
+      // The span the worker made the spawn in (its tool call): the spawn's delegation hangs under it.
+      const trace = traceCarrier(m.headers);
       void this.#whenRunning()
-        .then((ctx) => this.#stored(this.#onSpawn(ctx, req)))
+        .then((ctx) => this.#stored(this.#onSpawn(ctx, req, trace)))
         .then((reply) => m.respond(encode(reply)), this.#unanswered(kind));
     } else if (kind === 'taken') {
       const req = parse(takenRequestSchema, m.data, log, m.subject);
@@ -318,9 +327,9 @@ export class RemoteChild implements RemoteChildHandle {
     return steers ? { ok: true, steers } : { ok: false, error: 'not the current assignment' };
   }
 
-  #onSpawn(ctx: RunnerContext | undefined, req: SpawnRequest | undefined): SpawnReply {
+  #onSpawn(ctx: RunnerContext | undefined, req: SpawnRequest | undefined, trace: Record<string, string>): SpawnReply {
     if (!ctx || !req || !this.#current(req)) return { ok: false, error: 'not the current assignment' };
-    return this.#delegations.spawn(ctx, req);
+    return this.#delegations.spawn(ctx, req, trace);
   }
 
   /**

@@ -4,6 +4,7 @@ import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { Heartbeat } from '../wire.ts';
 import { every } from '../wait.ts';
+import type { WorkerGauge } from '../../telemetry/metrics.ts';
 
 export interface WorkerState {
   readonly id: string;
@@ -13,6 +14,8 @@ export interface WorkerState {
   slots: number;
   /** Refused an assignment as full: not chosen again before its next heartbeat. */
   full: boolean;
+  /** It has heartbeated to this control plane (its capacity is its own word). */
+  heard?: boolean;
 }
 
 export class NatsUnavailableError extends Error {
@@ -59,6 +62,17 @@ export class WorkerTable {
     return this.#waiting.length;
   }
 
+  /**
+   * The live workers, for /metrics (read at scrape time): the capacity each heartbeats, and the
+   * children running on it as placement counts them (the slots it schedules by).
+   */
+  gauges(): WorkerGauge[] {
+    const out: WorkerGauge[] = [];
+    // One adopted after a restart that has not heartbeated yet has said no capacity: not listed.
+    for (const w of this.#workers.values()) if (w.heard) out.push({ worker: w.id, capacity: w.capacity, children: w.slots });
+    return out;
+  }
+
   heartbeat(hb: Heartbeat): void {
     let w = this.#workers.get(hb.worker);
     if (!w) {
@@ -67,6 +81,7 @@ export class WorkerTable {
       this.#options.logger.info({ worker: hb.worker, capacity: hb.capacity }, 'worker joined');
     }
     w.capacity = hb.capacity;
+    w.heard = true;
     w.lastSeen = this.#options.clock.now();
     w.full = false;
     this.#pump();

@@ -4,7 +4,18 @@ import { sleep, type Clock } from '../../clock.ts';
 import { checkBatch } from '../../delegation/delegate.ts';
 import { ErrorCode, SubrunError } from '../../errors.ts';
 import { randomIds } from '../../ids.ts';
-import type { CompletionEntry, DelegateOptions, DelegationHandle, RunnerContext, Steer, SubtreeControl, TaskSpec, ToolCall } from '../../types.ts';
+import type {
+  CompletionEntry,
+  DelegateOptions,
+  DelegationHandle,
+  RunnerContext,
+  RunTelemetry,
+  Steer,
+  SubtreeControl,
+  TaskSpec,
+  ToolCall,
+} from '../../types.ts';
+import { NO_RUN } from '../../telemetry/observer.ts';
 import type { Assign, WorkerEvent } from '../wire.ts';
 import type { Mailbox } from './mailbox.ts';
 
@@ -25,11 +36,14 @@ export class WorkerContext implements RunnerContext {
   readonly #abort = new AbortController();
   #open = true;
   #tools = 0;
+  /** The worker's spans for this child (worker-trace.ts), under the child's span on the control plane. */
+  readonly telemetry: RunTelemetry;
 
-  constructor(assign: Assign, port: ContextPort, mailbox: Mailbox) {
+  constructor(assign: Assign, port: ContextPort, mailbox: Mailbox, telemetry: RunTelemetry = NO_RUN) {
     this.#assign = assign;
     this.#port = port;
     this.#mailbox = mailbox;
+    this.telemetry = telemetry;
   }
 
   /** Makes the context inert (finished, or dropped by the control plane). */
@@ -104,15 +118,18 @@ export class WorkerContext implements RunnerContext {
     if (this.#open && delta !== '') this.#port.send({ type: 'thinking_delta', text: delta });
   }
 
-  startTool(name: string, args?: unknown): ToolCall {
+  startTool(name: string, args?: unknown, call_id?: string): ToolCall {
     if (!this.#open) return { finish() {} };
     const i = ++this.#tools;
     this.#port.send({ type: 'tool', i, name, ...(args !== undefined ? { args } : {}) });
+    const span = this.telemetry.tool(name, call_id);
     let ended = false;
     return {
       finish: (result, ok = true) => {
-        if (ended || !this.#open) return;
+        if (ended) return;
         ended = true;
+        span.end(ok);
+        if (!this.#open) return;
         // Only what the transcript shows travels (the control plane previews it the same way).
         this.#port.send({ type: 'tool_end', i, ...(result !== undefined ? { result: result.slice(0, 4096) } : {}), ok });
       },

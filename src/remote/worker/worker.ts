@@ -29,6 +29,8 @@ import { describe, isNoResponders, isTimeout, openNats, type NatsLink } from '..
 import { every, Latch, within } from '../wait.ts';
 import { Mailbox } from './mailbox.ts';
 import { refusedEntry, WorkerContext } from './worker-context.ts';
+import { workerTelemetry } from './worker-trace.ts';
+import { traceCarrier, traceHeaders } from '../trace-headers.ts';
 import type { Msg, Subscription } from '@nats-io/transport-node';
 
 export interface WorkerOptions {
@@ -41,6 +43,13 @@ export interface WorkerOptions {
   readonly logger: Logger;
   /** Every wait and timestamp of the worker and of its children's contexts. Default: the system clock. */
   readonly clock?: Clock;
+  /** Its id (newWorkerId()); the CLI makes it first, to name its spans' resource. Default: a new one. */
+  readonly id?: string;
+}
+
+/** A new worker id (`wk_` and 12 random characters). */
+export function newWorkerId(): string {
+  return `wk_${randomIds.subagent().slice(3)}`;
 }
 
 /** How long a spawn is asked again while no control plane answers (one restarting). */
@@ -62,7 +71,7 @@ interface Held {
 }
 
 export class Worker {
-  readonly id = `wk_${randomIds.subagent().slice(3)}`;
+  readonly id: string;
   readonly #link: NatsLink;
   readonly #options: WorkerOptions;
   readonly #capacity: number;
@@ -80,6 +89,7 @@ export class Worker {
     this.#options = options;
     this.#clock = clock;
     this.#capacity = options.max_children ?? 16;
+    this.id = options.id ?? newWorkerId();
   }
 
   static async start(options: WorkerOptions): Promise<Worker> {
@@ -101,7 +111,7 @@ export class Worker {
     const log = this.#options.logger;
     nc.subscribe(subjects.assign(this.id), {
       callback: guarded(log, (m) => {
-        const reply = this.#assign(parse(assignSchema, m.data, log, m.subject));
+        const reply = this.#assign(parse(assignSchema, m.data, log, m.subject), traceCarrier(m.headers));
         m.respond(encode(reply));
       }),
     });
@@ -123,7 +133,8 @@ export class Worker {
     this.#link.nc.publish(subjects.heartbeat(this.id), encode(hb));
   }
 
-  #assign(a: Assign | undefined): AssignReply {
+  /** `trace`: the child's W3C context from the assignment's headers (its span on the control plane). */
+  #assign(a: Assign | undefined, trace: Record<string, string>): AssignReply {
     if (!a) return { ok: false, reason: 'invalid' };
     if (this.#draining) return { ok: false, reason: 'draining' };
     const held = this.#held.get(a.child);
@@ -134,7 +145,7 @@ export class Worker {
     if (this.running >= this.#capacity) return { ok: false, reason: 'full' };
     const runner = this.#resolve(a.agent);
     if (!runner) return { ok: false, reason: 'invalid' };
-    this.#start(a, runner);
+    this.#start(a, runner, trace);
     return { ok: true };
   }
 
@@ -151,7 +162,7 @@ export class Worker {
     }
   }
 
-  #start(a: Assign, runner: Runner): void {
+  #start(a: Assign, runner: Runner, trace: Record<string, string>): void {
     const { nc } = this.#link;
     const mailbox = new Mailbox({ clock: this.#clock, ask: () => this.#receipt(a) });
     const results = new Map<string, (entries: CompletionEntry[]) => void>();
@@ -171,6 +182,7 @@ export class Worker {
           spawn: (delegation_id, subagent_ids, tasks, options) => this.#spawn(held, delegation_id, subagent_ids, tasks, options),
         },
         mailbox,
+        workerTelemetry(trace),
       ),
     };
     this.#held.set(a.child, held);
@@ -277,9 +289,13 @@ export class Worker {
    */
   async #askSpawn(held: Held, req: SpawnRequest): Promise<Msg> {
     const until = this.#clock.now() + SPAWN_RETRY_MS;
+    // The span the spawn is made in (the child's tool call): a remote grandchild nests under it.
+    const trace: Record<string, string> = {};
+    held.ctx.telemetry.inject(trace);
+    const headers = traceHeaders(trace);
     for (;;) {
       try {
-        return await this.#link.nc.request(subjects.spawn(held.assign.child), encode(req), { timeout: 5000 });
+        return await this.#link.nc.request(subjects.spawn(held.assign.child), encode(req), { timeout: 5000, ...(headers ? { headers } : {}) });
       } catch (err) {
         if (!held.ctx.open || this.#clock.now() >= until || !(isNoResponders(err) || isTimeout(err))) throw err;
         await sleep(this.#clock, 500, held.ctx.signal);
