@@ -133,7 +133,6 @@ const handlers: { readonly [T in ToolName]: Handler<T> } = {
   },
 };
 
-// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- T ties the tool's input, handler and result types together in the body
 /**
  * `preorder` (a target, then its descendants, each parent before its children) in post-order,
  * each child before its parent; an id whose parent is unknown stays under the target.
