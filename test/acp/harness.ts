@@ -48,8 +48,8 @@ const safe = (pred: (m: WireMsg) => boolean, m: WireMsg) => {
   }
 };
 
-export function startAcp(modelUrl: string, extra: readonly string[] = []): AcpServer {
-  const proc = spawnSubrun(['serve', '--acp', '--base-url', modelUrl, '--model', 'fake', '--workspace', ROOT, '--max-spawn-depth', '2', ...extra]);
+export function startAcp(modelUrl: string, extra: readonly string[] = [], env: Record<string, string> = {}): AcpServer {
+  const proc = spawnSubrun(['serve', '--acp', '--base-url', modelUrl, '--model', 'fake', '--workspace', ROOT, '--max-spawn-depth', '2', ...extra], env);
   const wire: WireMsg[] = [];
   const waiters: Array<{ pred: (m: WireMsg) => boolean; resolve: (m: WireMsg) => void }> = [];
   let buf = '';
