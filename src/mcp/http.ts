@@ -55,7 +55,9 @@ export function mcpHttp(opts: McpHttpOptions): McpHttp {
   };
   const logger: Logger = opts.logger;
   return {
-    owns: (req) => targetOf(req)?.pathname === MCP_PATH,
+    // Every request on the listener asks: a target without `mcp` in it cannot normalise to /mcp
+    // (a URL's path keeps its case and its percent-escapes), so most skip the parse.
+    owns: (req) => req.url?.includes('mcp') === true && targetOf(req)?.pathname === MCP_PATH,
     handle(req, res, ctx) {
       if (!check.token(bearerOf(req))) {
         req.resume();

@@ -27,7 +27,7 @@ afterEach(async () => {
   await otlp.close();
 });
 
-async function promptWith(meta: unknown): Promise<ReturnType<typeof spansOf>> {
+async function promptWith(meta: Record<string, unknown>): Promise<ReturnType<typeof spansOf>> {
   const s = startAcp(model.url, ['--otlp-endpoint', otlp.url], { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '20' });
   await s.initialize(true);
   const sessionId = await s.newSession();
