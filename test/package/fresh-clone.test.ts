@@ -38,9 +38,11 @@ beforeAll(async () => {
   const installed = await run('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], clone, 600_000);
   expect(installed.code, installed.stderr.slice(-2000)).toBe(0);
 }, 660_000);
+// Removing a whole installed clone (its node_modules, a native build) is disk-bound: on a busy
+// machine it took past the default 30 s hook bound once, so the cleanup has the install's scale.
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
-});
+}, 300_000);
 
 describe('a fresh clone after npm ci', () => {
   it('runs `npx subrun` and its subcommands’ help, as the README shows them', async () => {
