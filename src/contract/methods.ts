@@ -8,6 +8,7 @@ import {
   PROTOCOL_VERSION,
   recoveredSchema,
   snapshotSchema,
+  steerRefusalSchema,
   tailResultSchema,
   unixSeconds,
 } from './entities.ts';
@@ -300,7 +301,7 @@ export const resultSchemas = {
       uncertain: z.literal(true).optional(),
       idempotent_replay: replayFlag,
     }),
-    z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), idempotent_replay: replayFlag }),
+    z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), reason: steerRefusalSchema, idempotent_replay: replayFlag }),
   ]),
   'subagent.interrupt': interruptResultSchema.extend({ idempotent_replay: replayFlag }),
   'subagent.revive': z.strictObject({
