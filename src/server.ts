@@ -29,7 +29,9 @@ export interface ServerOptions extends BareServerOptions {
 
 /** The options of a server with the model loop: the openai runner kind and a parent agent per session. */
 export function withModel(options: ServerOptions): BareServerOptions {
-  const { openai, ...rest } = options;
+  const { openai: given, ...rest } = options;
+  // A retried model request logs where the server logs (one line at info per retry).
+  const openai = given && rest.logger && !given.logger ? { ...given, logger: rest.logger } : given;
   return {
     ...rest,
     model: rest.model ?? openai?.endpoint.model ?? '',

@@ -15,6 +15,7 @@ import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds } from '../ids.ts';
 import { silentLogger } from '../log.ts';
 import { EventBus } from '../registry/events.ts';
+import { typedEvents, type RuntimeEvents } from './runtime-events.ts';
 import type { ChildRecord } from '../child/record.ts';
 import {
   DEFAULT_MAX_QUEUED_STEER_BYTES,
@@ -31,8 +32,10 @@ import { Traces } from '../telemetry/traces.ts';
 
 export type { DelegateCallOptions, RuntimeOptions } from './runtime-options.ts';
 
+export type { EventEnvelope, RuntimeEvents, Subscriber } from './runtime-events.ts';
+
 export interface Runtime {
-  readonly events: EventBus;
+  readonly events: RuntimeEvents;
   readonly limits: Limits;
   /** Delegates a batch; returns at once. Throws a SubrunError for a bad batch. */
   delegate(tasks: readonly TaskSpec[], options?: DelegateCallOptions): DelegationHandle;
@@ -233,7 +236,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   };
 
   return {
-    events: bus,
+    events: typedEvents(bus),
     limits,
     delegate: (tasks, opts = {}) => {
       refuseUnknownKeys('delegate', opts, DELEGATE_OPTIONS);

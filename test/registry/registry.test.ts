@@ -24,7 +24,7 @@ const SCOPE_A = { session_id: 'sess_A', generation: 1 };
 
 function setup(options: RuntimeOptions = {}) {
   const { clock, rt, events, find } = runtimeHarness(options);
-  const completes = () => events.filter((e) => e.type === 'subagent.complete').map((e) => e.subagent_id as string);
+  const completes = () => events.filter((e) => e.type === 'subagent.complete').map((e) => e.subagent_id);
   const entryOf = (id: string) => events.find((e) => e.type === 'subagent.complete' && e.subagent_id === id)?.entry as CompletionEntry | undefined;
   const delivered = (id: string) => events.filter((e) => e.type === 'subagent.steer.delivered' && e.subagent_id === id).map((e) => e.text);
   return { clock, rt, events, find, completes, entryOf, delivered };
