@@ -30,6 +30,7 @@ function run(cmd: string, args: readonly string[], cwd: string, timeout = 120_00
 
 let dir: string;
 let clone: string;
+let installWarnings = '';
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'subrun-clone-'));
   clone = join(dir, 'subrun');
@@ -37,12 +38,17 @@ beforeAll(async () => {
   expect(cloned.code, cloned.stderr).toBe(0);
   const installed = await run('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], clone, 600_000);
   expect(installed.code, installed.stderr.slice(-2000)).toBe(0);
+  installWarnings = installed.stderr;
 }, 660_000);
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
 describe('a fresh clone after npm ci', () => {
+  it('installs on Node 20 without an engine warning (@nats-io/nuid is pinned to its Node 18+ release)', () => {
+    expect(installWarnings).not.toContain('EBADENGINE');
+  });
+
   it('runs `npx subrun` and its subcommands’ help, as the README shows them', async () => {
     for (const args of [['--help'], ['serve', '--help'], ['call', '--help'], ['watch', '--help'], ['worker', '--help']]) {
       const ran = await run('npx', ['--no-install', 'subrun', ...args], clone);
