@@ -367,3 +367,15 @@ export const resultSchemas = {
 
 /** A method's result as the server sends it. */
 export type ResultOf<M extends MethodName> = z.output<(typeof resultSchemas)[M]>;
+
+/** Whether `value` is a result `method` answers, by the method's result schema (a type guard). */
+export function isResultOf<M extends MethodName>(method: M, value: unknown): value is ResultOf<M> {
+  return resultSchemas[method].safeParse(value).success;
+}
+
+/** A method's result, checked by its result schema; throws the schema's ZodError otherwise. */
+export function parseResult<M extends MethodName>(method: M, value: unknown): ResultOf<M> {
+  if (isResultOf(method, value)) return value;
+  resultSchemas[method].parse(value); // throws, naming the field
+  throw new TypeError(`not a ${method} result`);
+}
