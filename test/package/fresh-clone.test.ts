@@ -57,6 +57,12 @@ describe('a fresh clone after npm ci', () => {
     }
   });
 
+  it("runs the README's first example as written (npx tsx examples/library.ts)", async () => {
+    const ran = await run('npx', ['--no-install', 'tsx', 'examples/library.ts'], clone);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain('late steer: finished');
+  });
+
   it('says in one line what to run when the build is missing', async () => {
     rmSync(join(clone, 'dist'), { recursive: true, force: true });
     const ran = await run('npx', ['--no-install', 'subrun', '--help'], clone);
