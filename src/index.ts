@@ -1,7 +1,7 @@
 // subrun's library face: createRuntime(), the scripted runner, and the types a parent agent and
 // a runner author need. Nothing here pulls in a transport.
 export { createRuntime } from './delegation/runtime.ts';
-export type { Runtime, RuntimeOptions, DelegateCallOptions } from './delegation/runtime.ts';
+export type { Runtime, RuntimeOptions, DelegateCallOptions, RuntimeEvents, EventEnvelope, Subscriber } from './delegation/runtime.ts';
 export { scripted, stepSchema, scriptedAgentSchema } from './delegation/runners/scripted.ts';
 export type { Step, ScriptedAgent } from './delegation/runners/scripted.ts';
 export { defineRunnerKind } from './delegation/runners/kinds.ts';
@@ -9,7 +9,8 @@ export type { RunnerKind, RunnerKinds } from './delegation/runners/kinds.ts';
 export { buildCompletionEntry } from './delegation/completion.ts';
 export { Transcript, TAIL_WINDOW_BYTES } from './child/transcript.ts';
 export { EventBus } from './registry/events.ts';
-export type { EventEnvelope, Subscriber } from './registry/events.ts';
+export type { EventEnvelope as BusEnvelope, Subscriber as BusSubscriber } from './registry/events.ts';
+export type { BusEvent, BusEventOf, BusPayloadOf, EventType } from './contract/events.ts';
 export { MAX_STEER_BYTES } from './registry/registry.ts';
 export type { SteerResult, InterruptResult, TailResult } from './registry/registry.ts';
 export type { Snapshot } from './child/snapshot.ts';

@@ -4,6 +4,7 @@
 // log shipped elsewhere cannot leak file paths or the shape of the code (the message is enough
 // to find the throw site in a test).
 import { pino, type Logger } from 'pino';
+import { prettyDestination } from './log-pretty.ts';
 
 export type { Logger };
 
@@ -15,8 +16,14 @@ function errorWithoutStack(err: unknown): Record<string, unknown> {
 
 export const LOG_SERIALIZERS = { err: errorWithoutStack, error: errorWithoutStack } as const;
 
-export function createLogger(level: string = process.env.SUBRUN_LOG_LEVEL ?? 'warn'): Logger {
-  return pino({ name: 'subrun', level, serializers: LOG_SERIALIZERS }, pino.destination({ fd: 2, sync: true }));
+/** `json`: pino's lines as they are (for a log shipper); `pretty`: one readable line each (log-pretty.ts). */
+export type LogFormat = 'json' | 'pretty';
+export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
+
+/** The logger the server and the CLI use: on stderr, at `level`, with no stack in any line. */
+export function createLogger(level: string = process.env.SUBRUN_LOG_LEVEL ?? 'warn', format: LogFormat = 'json'): Logger {
+  const destination = format === 'pretty' ? prettyDestination(2) : pino.destination({ fd: 2, sync: true });
+  return pino({ name: 'subrun', level, serializers: LOG_SERIALIZERS }, destination);
 }
 
 export const silentLogger: Logger = pino({ level: 'silent' });

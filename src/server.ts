@@ -1,5 +1,7 @@
 // subrun/server: the JSON-RPC server for hosts, to embed in a process of your own, with subrun's
-// model loop wired in (the composition of src/server/ and src/agent/), and its transports.
+// model loop wired in (the composition of src/server/ and src/agent/), its transports, the HTTP
+// API with the dashboard (createHttpApi, for listenWs's onRequest) and the logger they take
+// (docs/embedding.md).
 import { ParentAgent } from './agent/parent-agent.ts';
 import { openaiKind, type OpenAIRunnerConfig } from './agent/runner.ts';
 import { workspaceTools } from './agent/tools/workspace.ts';
@@ -16,6 +18,11 @@ export type { Transport } from './rpc/transports/transport.ts';
 export { memoryPair } from './rpc/transports/memory.ts';
 export type { MemoryClient } from './rpc/transports/memory.ts';
 export type { ParentFactory, SessionParent } from './server/context.ts';
+export { createHttpApi } from './http/api.ts';
+export type { HttpApi, HttpApiOptions } from './http/api.ts';
+export type { RequestHandler, ListenerContext } from './server/listener.ts';
+export { createLogger, silentLogger, LOG_FORMATS } from './log.ts';
+export type { Logger, LogFormat } from './log.ts';
 export { Metrics } from './telemetry/metrics.ts';
 export type { GaugeSources, WorkerGauge } from './telemetry/metrics.ts';
 
@@ -29,7 +36,9 @@ export interface ServerOptions extends BareServerOptions {
 
 /** The options of a server with the model loop: the openai runner kind and a parent agent per session. */
 export function withModel(options: ServerOptions): BareServerOptions {
-  const { openai, ...rest } = options;
+  const { openai: given, ...rest } = options;
+  // A retried model request logs where the server logs (one line at info per retry).
+  const openai = given && rest.logger && !given.logger ? { ...given, logger: rest.logger } : given;
   return {
     ...rest,
     model: rest.model ?? openai?.endpoint.model ?? '',

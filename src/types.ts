@@ -25,12 +25,18 @@ export function isFinalStatus(status: ChildStatus): status is FinalStatus {
   return FINAL_SET.has(status);
 }
 
-/** Why a steer was refused (in-process only: the wire answers `rejected` without a reason). */
-export type SteerRejection = 'not_found' | 'empty' | 'too_long' | 'not_accepting' | 'vetoed' | 'queue_full' | 'store_unavailable';
+/**
+ * Why a steer was refused, the same word on every surface (docs/delegation.md, "Steering"):
+ * `not_found` for a child unknown to the caller (never seen, no longer retained, another
+ * session's), `finished` for one the caller knows that finished or is finishing, `vetoed` when the
+ * runner's `onSteer` refused it. The wire answers `empty` and `too_long` as errors 4002 and 4003,
+ * `queue_full` as 4005 and `store_unavailable` as -32002.
+ */
+export type SteerRejection = 'not_found' | 'finished' | 'empty' | 'too_long' | 'vetoed' | 'queue_full' | 'store_unavailable';
 
 /** A steer's answer: queued (not yet delivered) or rejected, with why in-process. */
 export type SteerResult =
-  Extract<WireSteerResult, { status: 'queued' }> | (Extract<WireSteerResult, { status: 'rejected' }> & { readonly reason: SteerRejection });
+  Extract<WireSteerResult, { status: 'queued' }> | (Omit<Extract<WireSteerResult, { status: 'rejected' }>, 'reason'> & { readonly reason: SteerRejection });
 
 /**
  * Who spawned a child, as the RPC layer binds it. Absent for in-process delegations, which are

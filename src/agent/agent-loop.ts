@@ -8,7 +8,7 @@
 // when the loop ends stays with the caller's inbox, which reports it as missed.
 import type { ChatEnd, Ending, Steer, Tokens } from '../types.ts';
 import { parseToolArguments, runTool, toToolSpec, type Tool } from './tools/tool.ts';
-import { ModelError, streamChat, type ChatEndpoint, type ChatMessage, type Sleeper } from './chat.ts';
+import { ModelError, streamChat, type ChatEndpoint, type ChatMessage, type RetryNotice, type Sleeper } from './chat.ts';
 import { steerMessage } from './steer-marker.ts';
 
 export interface LoopEffects {
@@ -37,6 +37,8 @@ export interface LoopEffects {
    * for a runner that saves its progress (a revival after a restart continues from it).
    */
   onTurnDone?(messages: readonly ChatMessage[]): void;
+  /** A model request is retried (once per retry, before its wait): the runner logs it. */
+  onRetry?(retry: RetryNotice): void;
 }
 
 export interface LoopInput {
@@ -106,6 +108,7 @@ export async function runAgentLoop(input: LoopInput, fx: LoopEffects): Promise<L
             fx.onText(d);
           },
           onReasoning: (d) => fx.onReasoning(d),
+          onRetry: (r) => fx.onRetry?.(r),
         },
         fx.signal,
         fx.sleep,

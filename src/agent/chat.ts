@@ -44,6 +44,19 @@ export interface StreamHooks {
   onReasoning?(delta: string): void;
   /** The server accepted the request (HTTP 200): the prompt reached the model. */
   onAccepted?(): void;
+  /** A request failed in a way worth retrying: called once per retry, before its wait. */
+  onRetry?(retry: RetryNotice): void;
+}
+
+/** One retry of a model request: which one, after what, and how long it waits. */
+export interface RetryNotice {
+  /** 1 for the first retry. */
+  readonly retry: number;
+  readonly max_retries: number;
+  readonly delay_ms: number;
+  readonly error_kind: ModelErrorKind;
+  /** The HTTP status, for an HTTP error. */
+  readonly status?: number;
 }
 
 export interface ChatResult {
@@ -103,7 +116,9 @@ export async function streamChat(
       const cap = endpoint.retry_max_ms ?? 8000;
       const backoff = Math.min(cap, base * 2 ** attempt);
       // Retry-After wins when the server gives one, within a bound (a minute) we are willing to wait.
-      await sleep(e.retryAfterMs !== undefined ? Math.min(e.retryAfterMs, 60_000) : backoff);
+      const delay_ms = e.retryAfterMs !== undefined ? Math.min(e.retryAfterMs, 60_000) : backoff;
+      hooks.onRetry?.({ retry: attempt + 1, max_retries: maxRetries, delay_ms, error_kind: e.kind, ...(e.status !== undefined ? { status: e.status } : {}) });
+      await sleep(delay_ms);
       if (signal.aborted) throw new ModelError('aborted', 'interrupted');
     }
   }

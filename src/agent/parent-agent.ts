@@ -168,6 +168,11 @@ export class ParentAgent {
         },
         backgroundMessages: () => completions.drain(),
         awaitBackground: () => completions.next(turn.abort.signal, (cancel) => turn.inbox.waitForSteer(turn.abort.signal, cancel)),
+        onRetry: (r) =>
+          this.#deps.logger.info(
+            { session_id: this.#deps.owner().session_id, turn_id: turn.turn_id, model: config.endpoint.model, ...r },
+            'model request failed; retrying',
+          ),
       },
     );
     // The atomic close, as for a child: stop accepting and take what is left in one step.

@@ -9,6 +9,7 @@ const NO_ENDING: Ending<ChatEnd> = { end() {} };
 import { defineRunnerKind, type RunnerKind } from '../delegation/runners/kinds.ts';
 import { runAgentLoop } from './agent-loop.ts';
 import type { ChatEndpoint, ChatMessage } from './chat.ts';
+import type { Logger } from '../log.ts';
 import { CompletionInbox, delegateTaskTool, type DelegationPort } from './delegate-task.ts';
 import { STEER_PROMPT } from './steer-marker.ts';
 
@@ -20,6 +21,8 @@ export interface OpenAIRunnerConfig {
   readonly max_iterations?: number;
   /** Replaces the first part of the system prompt (the steering rules are always appended). */
   readonly system_prompt?: string;
+  /** Where a retried model request says so (one line at info per retry); none when absent. */
+  readonly logger?: Logger;
 }
 
 export const DEFAULT_MAX_ITERATIONS = 50;
@@ -66,6 +69,7 @@ export function openaiRunner(config: OpenAIRunnerConfig): Runner {
           backgroundMessages: () => inbox.drain(),
           awaitBackground: () => inbox.next(ctx.signal, (cancel) => ctx.steerArrived(cancel)),
           onTurnDone: (messages) => ctx.saveProgress({ messages } satisfies ConversationProgress),
+          onRetry: (r) => config.logger?.info({ subagent_id: ctx.subagent_id, model: config.endpoint.model, ...r }, 'model request failed; retrying'),
         },
       );
       return {

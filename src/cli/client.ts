@@ -1,5 +1,5 @@
-// The shell client: `subrun call METHOD [PARAMS_JSON]` prints a result as JSON; `subrun watch`
-// prints a session's events as they come. Both speak WebSocket to a running `subrun serve --ws`.
+// The shell client: `subrun call METHOD [PARAMS_JSON]` prints a result as JSON (`subrun watch`,
+// in watch.ts, prints a session's events). Both speak WebSocket to a running `subrun serve --ws`.
 import WebSocket from 'ws';
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 
@@ -20,21 +20,17 @@ const CALL_USAGE = `usage: subrun call METHOD [PARAMS_JSON] [options]
 One JSON-RPC call to a running \`subrun serve --ws\`; prints the result as JSON (exit 0), or the
 error on stderr (exit 1). With --session, params without session_id get it.`;
 
-const WATCH_USAGE = `usage: subrun watch --session ID --key KEY [options]
-
-Prints a session's events as JSON lines until Ctrl-C.`;
-
 /** A JSON object: a reply, an event or the params of a call (the server's to check). */
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
-const isJson = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isJson = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 interface Waiter {
   readonly resolve: (reply: Json) => void;
   readonly reject: (err: Error) => void;
 }
 
-class RpcClient {
+export class RpcClient {
   readonly #ws: WebSocket;
   #next = 0;
   /** Calls sent and not answered; each is rejected once if the socket closes first. */
@@ -77,7 +73,7 @@ class RpcClient {
               ? ': no token given; pass --token T or set SUBRUN_TOKEN (serve --ws prints its token at start)'
               : ': the token is wrong; pass the one serve --ws was given or printed (--token T or SUBRUN_TOKEN)'
             : '';
-        reject(new Error(`server refused the connection: HTTP ${res.statusCode}${fix}`));
+        reject(new RefusedError(`server refused the connection: HTTP ${res.statusCode}${fix}`));
       });
       ws.once('error', (err) => reject(new Error(`cannot connect to ${url}: ${err.message}`)));
     });
@@ -110,7 +106,7 @@ class RpcClient {
 }
 
 /** `error CODE: MESSAGE [DATA]`, from a reply's error as the server sent it. */
-function formatError(error: unknown): string {
+export function formatError(error: unknown): string {
   const e: Json = isJson(error) ? error : {};
   const text = `error ${String(e.code)}: ${String(e.message)}${e.data === undefined ? '' : ` ${JSON.stringify(e.data)}`}`;
   const fix = HINTS[String(e.code)];
@@ -123,8 +119,15 @@ const HINTS: Record<string, string> = {
     'this call needs a session this connection may use: run `subrun call session.create`, then pass --session ID --key KEY (or SUBRUN_SESSION and SUBRUN_SESSION_KEY)',
 };
 
-async function connect(argv: readonly string[], flags: typeof CLIENT_FLAGS | typeof CALL_FLAGS, onevent?: (params: unknown) => void) {
-  const { values: v } = parseFlags(argv, flags);
+export interface ClientValues {
+  readonly url?: string;
+  readonly token?: string;
+  readonly session?: string;
+  readonly key?: string;
+}
+
+/** Opens the connection and attaches to --session (with --key) when given. */
+export async function connect(v: ClientValues, onevent?: (params: unknown) => void) {
   const url = v.url ?? 'ws://127.0.0.1:8787/';
   // Checked before connecting: a usage error must not leave an open socket holding the process.
   if (v.session !== undefined && v.key === undefined) throw new UsageError('--session needs --key (the session_key from session.create)');
@@ -137,10 +140,20 @@ async function connect(argv: readonly string[], flags: typeof CLIENT_FLAGS | typ
     const r = await client.call('session.attach', { session_id: session, session_key: v.key });
     if (r.error) {
       client.close();
-      throw new Error(`attach failed: ${formatError(r.error)}`);
+      throw new AttachError(`attach failed: ${formatError(r.error)}`);
     }
   }
   return { client, session };
+}
+
+/** The server refused the upgrade (a wrong token): retrying cannot help. */
+export class RefusedError extends Error {
+  override readonly name = 'RefusedError';
+}
+
+/** The server answered the attach with an error: retrying the same attach cannot help. */
+export class AttachError extends Error {
+  override readonly name = 'AttachError';
 }
 
 /** `subrun call METHOD [PARAMS_JSON]`: exit 0 with the result on stdout, 1 with the error on stderr. */
@@ -164,7 +177,7 @@ export async function call(argv: readonly string[]): Promise<number> {
     if (!isJson(parsed)) throw new UsageError('PARAMS_JSON must be a JSON object, e.g. \'{"session_id":"..."}\'');
     params = parsed;
   }
-  const { client, session } = await connect(argv, CALL_FLAGS);
+  const { client, session } = await connect(values);
   try {
     if (session !== undefined && params.session_id === undefined) {
       params = { ...params, session_id: session };
@@ -183,28 +196,4 @@ export async function call(argv: readonly string[]): Promise<number> {
   } finally {
     client.close();
   }
-}
-
-/** `subrun watch --session S --key K`: one JSON event per line until interrupted. */
-export async function watch(argv: readonly string[]): Promise<number> {
-  if (wantsHelp(argv)) {
-    process.stdout.write(helpText(WATCH_USAGE, CLIENT_FLAGS));
-    return 0;
-  }
-  const { values } = parseFlags(argv, CLIENT_FLAGS);
-  if (values.session === undefined) throw new UsageError('watch needs --session and --key');
-  const { client } = await connect(argv, CLIENT_FLAGS, (params) => {
-    // The greeting is the connection's, not the session's.
-    if (!isJson(params) || params.type !== 'gateway.ready') process.stdout.write(`${JSON.stringify(params)}\n`);
-  });
-  process.stderr.write(`watching ${values.session}; Ctrl-C to stop\n`);
-  const stop = new Promise<'stopped'>((resolve) => process.once('SIGINT', () => resolve('stopped')));
-  const why = await Promise.race([stop, client.closed.then(() => 'closed' as const)]);
-  client.close();
-  // The server went away (stopped, restarted, or cut this watcher): said, never a silent end.
-  if (why === 'closed') {
-    process.stderr.write('subrun: the server closed the connection; run watch again to resume (session.events.since replays what was missed)\n');
-    return 1;
-  }
-  return 0;
 }

@@ -141,7 +141,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
         say(`interrupt ${crawl}: found=${r.found}, stopped [${r.interrupted.join(', ')}]`);
       });
     }
-    if (e.type === 'subagent.steer.delivered') say(`delivered to ${id}: ${JSON.stringify(e.text)} (${String(e.steer_id)})`);
+    if (e.type === 'subagent.steer.delivered') say(`delivered to ${id}: ${JSON.stringify(e.text)} (${e.steer_id})`);
     if (e.type === 'subagent.complete' && isCompletionEntry(e.entry)) {
       const entry = e.entry;
       entries.set(id, entry);

@@ -18,7 +18,7 @@ commands:
   worker --nats URL            run children for a serve --nats control plane (docs/scale-out.md)
   store stats                  the size and counts of a state directory's database (docs/durability.md)
   call METHOD [PARAMS_JSON]    one call to a running --ws server; prints the result as JSON
-  watch --session ID --key K   print a session's events as they come
+  watch --session ID --key K   print a session's events as they come (--format pretty, --reconnect)
   --version, version           print the version
   --help, help [COMMAND]       this text, or a command's
 
@@ -60,7 +60,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await (await import('./client.ts')).call(rest);
       case 'watch':
         quietOnBrokenPipe();
-        return await (await import('./client.ts')).watch(rest);
+        return await (await import('./watch.ts')).watch(rest);
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)}${hint(command)}; try subrun --help`);
     }

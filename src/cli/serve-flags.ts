@@ -1,5 +1,6 @@
 // The options of `subrun serve`, each with its environment twin (`subrun serve --help` prints them).
 import type { FlagSpec } from './flags.ts';
+import { LOG_FLAGS } from './log-flags.ts';
 import { MODEL_FLAGS } from './model-options.ts';
 import { MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES } from '../rpc/reply-budget.ts';
 
@@ -117,13 +118,7 @@ export const SERVE_FLAGS = [
     help: 'export traces over OTLP/HTTP to URL (+ /v1/traces); the OTEL_EXPORTER_OTLP_* variables do too (docs/observability.md)',
   },
   { flag: 'ui-dir', env: 'SUBRUN_UI_DIR', kind: 'string', arg: 'DIR', help: "the directory served under /ui/ with --ws (default: the package's dashboard)" },
-  {
-    flag: 'log-level',
-    env: 'SUBRUN_LOG_LEVEL',
-    kind: 'string',
-    arg: 'L',
-    help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)',
-  },
+  ...LOG_FLAGS,
   {
     flag: 'single-user',
     env: 'SUBRUN_SINGLE_USER',

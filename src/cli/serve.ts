@@ -20,7 +20,7 @@ export { SERVE_FLAGS };
 import { openaiKind, openaiRunner } from '../agent/runner.ts';
 import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
 import { SCRIPTED_MODEL } from '../delegation/runners/scripted.ts';
-import { createLogger } from '../log.ts';
+import { loggerFromFlags } from './log-flags.ts';
 import { modelConfig } from './model-options.ts';
 import { RpcServer } from '../server.ts';
 import { stdioTransport, type StdioTransport } from '../rpc/transports/stdio.ts';
@@ -39,8 +39,6 @@ on http://HOST:PORT/mcp with the same token (Streamable HTTP, docs/mcp.md); --ac
 over stdin and stdout with the Agent Client Protocol (docs/acp.md); --mcp serves an MCP host
 (Claude Code, Claude Desktop, Cursor, VS Code) over stdin and stdout (docs/mcp.md).`;
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
 export async function serve(argv: readonly string[]): Promise<number> {
   if (wantsHelp(argv)) {
     process.stdout.write(helpText(SERVE_USAGE, SERVE_FLAGS));
@@ -49,9 +47,10 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const { values: v, positionals, sources } = parseFlags(argv, SERVE_FLAGS);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   if ([v.stdio, v.ws, v.acp, v.mcp].filter(Boolean).length !== 1) throw new UsageError('serve needs exactly one of --stdio, --ws, --acp or --mcp');
-  const level = v['log-level'] ?? 'warn';
-  if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
-  const openai = modelConfig(v, sources);
+  const logger = loggerFromFlags(v);
+  // A retried model request says so on this logger (info).
+  const model = modelConfig(v, sources);
+  const openai = model && { ...model, logger };
   const defaultRunner = v['default-runner'] ?? 'scripted';
   if (defaultRunner !== 'scripted' && defaultRunner !== 'openai') {
     throw new UsageError(`--default-runner must be scripted or openai, got ${JSON.stringify(defaultRunner)}`);
@@ -88,7 +87,6 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (storeKind === 'jetstream' && v.fsync !== undefined)
     throw new UsageError('--fsync applies to --store sqlite only (JetStream stores what the server is configured to)');
 
-  const logger = createLogger(level);
   // Before anything starts a span; a bad OTLP protocol is one line and exit 2 (a UsageError).
   const tracing = await startTracing({ endpoint: v['otlp-endpoint'], service: 'subrun', logger });
   // The lease first: a standby waits here, before it opens the state directory (a leader on the

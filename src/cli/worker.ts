@@ -6,7 +6,7 @@
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
 import { openaiKind } from '../agent/runner.ts';
 import { builtinRunnerKinds } from '../delegation/runners/kinds.ts';
-import { createLogger } from '../log.ts';
+import { LOG_FLAGS, loggerFromFlags } from './log-flags.ts';
 import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { NatsStartError } from '../remote/nats.ts';
 import { newWorkerId, Worker } from '../remote/worker/worker.ts';
@@ -50,13 +50,7 @@ export const WORKER_FLAGS = [
     arg: 'URL',
     help: 'export its spans over OTLP/HTTP to URL (+ /v1/traces); the OTEL_EXPORTER_OTLP_* variables do too (docs/observability.md)',
   },
-  {
-    flag: 'log-level',
-    env: 'SUBRUN_LOG_LEVEL',
-    kind: 'string',
-    arg: 'L',
-    help: 'pino level on stderr: fatal, error, warn, info, debug, trace, silent (default warn)',
-  },
+  ...LOG_FLAGS,
   ...MODEL_FLAGS,
 ] as const satisfies readonly FlagSpec[];
 
@@ -64,8 +58,6 @@ const WORKER_USAGE = `usage: subrun worker --nats URL [options]
 
 Runs children for a control plane started with \`subrun serve ... --nats URL\` (docs/scale-out.md),
 with the built-in runner kinds: scripted, and openai when given the model options.`;
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export async function worker(argv: readonly string[]): Promise<number> {
   if (wantsHelp(argv)) {
@@ -76,10 +68,10 @@ export async function worker(argv: readonly string[]): Promise<number> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   const url = v.nats;
   if (url === undefined) throw new UsageError('worker needs --nats URL (or SUBRUN_NATS)');
-  const level = v['log-level'] ?? 'warn';
-  if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
-  const openai = modelConfig(v, sources);
-  const logger = createLogger(level);
+  const logger = loggerFromFlags(v);
+  // A retried model request says so on this logger (info).
+  const model = modelConfig(v, sources);
+  const openai = model && { ...model, logger };
   const id = newWorkerId();
   // Before any child can arrive; a bad OTLP protocol is one line and exit 2 (a UsageError).
   const tracing = await startTracing({ endpoint: v['otlp-endpoint'], service: 'subrun-worker', instance: id, logger });

@@ -65,11 +65,21 @@ export const tailResultSchema = z.strictObject({
   offset: z.number().int().nonnegative(),
 });
 
+/**
+ * Why a steer was `rejected`, the same word on every surface (in-process, JSON-RPC, HTTP, ACP,
+ * MCP): `not_found`, a child the caller cannot see (unknown, no longer retained, another
+ * session's or generation's); `finished`, the caller's child that finished or is finishing;
+ * `vetoed`, refused by its runner's `onSteer`. Empty or oversized text, a full queue and a store
+ * that cannot write are errors on the wire (4002, 4003, 4005, -32002), not `rejected`.
+ */
+export const steerRefusalSchema = z.enum(['not_found', 'finished', 'vetoed']);
+export type SteerRefusal = z.output<typeof steerRefusalSchema>;
+
 export const steerResultSchema = z.union([
   // uncertain: the steer's mailbox publish outcome is unknown (an outage); it is still accounted,
   // delivered or missed, like any queued steer (docs/scale-out.md, "Exact accounting").
   z.strictObject({ status: z.literal('queued'), subagent_id: id, text: z.string(), steer_id: id, uncertain: z.literal(true).optional() }),
-  z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string() }),
+  z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), reason: steerRefusalSchema }),
 ]);
 
 export const interruptResultSchema = z.strictObject({

@@ -167,3 +167,52 @@ export type EventPayloadOf<T extends EventType> = z.output<(typeof eventPayloadS
 /** The envelope of every `event` notification. */
 export type WireEvent = z.output<typeof wireEventSchema>;
 export type GatewayReadyPayload = z.output<typeof gatewayReadyPayloadSchema>;
+
+/**
+ * A session's event notification of one type: the envelope with its payload typed by the type
+ * (`delegation.complete`: `results`; `subagent.complete`: the flat entry; ...).
+ */
+export interface SessionEventOf<T extends EventType> {
+  readonly type: T;
+  readonly session_id: string;
+  readonly seq: number;
+  readonly ts: number;
+  readonly payload: EventPayloadOf<T>;
+}
+/** The first frame on every connection: no session. */
+export interface GatewayReadyEvent {
+  readonly type: 'gateway.ready';
+  readonly session_id?: undefined;
+  readonly seq: number;
+  readonly ts: number;
+  readonly payload: GatewayReadyPayload;
+}
+/**
+ * Every event notification's params, discriminated by `type`: `if (e.type === 'subagent.complete')`
+ * narrows `e.payload` to that event's payload. `parseWireEvent` checks a frame and answers this.
+ */
+export type TypedWireEvent = GatewayReadyEvent | { [T in EventType]: SessionEventOf<T> }[EventType];
+
+/** Whether `value` is an event notification's params the wire's schema accepts (payload included). */
+export function isWireEvent(value: unknown): value is TypedWireEvent {
+  return wireEventSchema.safeParse(value).success;
+}
+
+/** An event notification's params, checked by the wire's schema; throws its ZodError otherwise. */
+export function parseWireEvent(value: unknown): TypedWireEvent {
+  if (isWireEvent(value)) return value;
+  wireEventSchema.parse(value); // throws the schema's error, naming the field
+  throw new TypeError('not a wire event');
+}
+
+/** The in-process payload of one event type (`runtime.events`). */
+export type BusPayloadOf<T extends EventType> = z.output<(typeof busEventPayloadSchemas)[T]>;
+/**
+ * An in-process event of one type: `{type, ts, src, ...payload}`, other fields `unknown` (so a
+ * subscriber to many types may still read `e.subagent_id` without narrowing).
+ */
+export type BusEventOf<T extends EventType> = { readonly type: T; readonly ts: number; readonly src: string } & Readonly<BusPayloadOf<T>> & {
+    readonly [field: string]: unknown;
+  };
+/** Every in-process event, discriminated by `type`: after `e.type === 'subagent.complete'`, `e.entry` is the completion entry. */
+export type BusEvent = { [T in EventType]: BusEventOf<T> }[EventType];

@@ -8,6 +8,7 @@ import {
   PROTOCOL_VERSION,
   recoveredSchema,
   snapshotSchema,
+  steerRefusalSchema,
   tailResultSchema,
   timelineSchema,
   unixSeconds,
@@ -138,6 +139,10 @@ export const paramsSchemas = {
   ping: loose({}),
   'gateway.ping': loose({}),
   'client.capabilities': loose({}),
+  'gateway.capabilities': loose({}),
+  // hermes' list params (profile, title, include_hidden) are ignored; `limit` caps the rows.
+  'session.list': loose({ limit: z.number().int().positive().optional() }),
+  'session.events.stats': loose({}),
   // hermes' create params (cols, source, cwd, model, ...) are accepted; title and
   // close_on_disconnect mean something here, the rest is ignored.
   'session.create': loose({ title: z.string().max(512).nullable().optional(), close_on_disconnect: z.boolean().optional() }),
@@ -261,6 +266,37 @@ export const resultSchemas = {
   ping: z.strictObject({ pong: z.literal(true) }),
   'gateway.ping': z.strictObject({ pong: z.literal(true), ok: z.literal(true) }),
   'client.capabilities': z.strictObject({ server_requests: z.array(z.never()) }),
+  /** hermes' build probe: what this server enforces, and (ours) the methods it answers. */
+  'gateway.capabilities': z.strictObject({
+    /** One parent turn at a time per session (prompt.submit answers 4013 while one runs). */
+    per_session_exclusive_submit: z.literal(true),
+    /** subrun serves no `subagent.snapshot`. */
+    worker_snapshot_v1: z.literal(false),
+    methods: z.array(z.string()),
+  }),
+  /** The caller's sessions (those its transport is attached to; every live one with --single-user), newest first. */
+  'session.list': z.strictObject({
+    sessions: z.array(
+      z.strictObject({
+        id,
+        title: z.string(),
+        preview: z.string(),
+        started_at: unixSeconds,
+        message_count: z.number().int().nonnegative(),
+        source: z.string(),
+      }),
+    ),
+  }),
+  /** The replay rings of the caller's sessions (the ones session.list lists): their counts and bounds. */
+  'session.events.stats': z.strictObject({
+    sessions: z.number().int().nonnegative(),
+    events: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    max_per_session: z.number().int().nonnegative(),
+    max_bytes_per_session: z.number().int().nonnegative(),
+    /** subrun has no process-wide bound: the bound of the rings counted (sessions × max_bytes_per_session). */
+    max_bytes_process: z.number().int().nonnegative(),
+  }),
   'session.create': z.strictObject({ ...sessionView, session_key: z.string().min(16) }),
   'session.resume': z.strictObject({ ...sessionView, live_subagents: z.number().int().nonnegative(), open_requests: z.array(z.never()) }),
   'session.activate': z.strictObject({ ...sessionView, live_subagents: z.number().int().nonnegative(), open_requests: z.array(z.never()) }),
@@ -303,7 +339,7 @@ export const resultSchemas = {
       uncertain: z.literal(true).optional(),
       idempotent_replay: replayFlag,
     }),
-    z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), idempotent_replay: replayFlag }),
+    z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), reason: steerRefusalSchema, idempotent_replay: replayFlag }),
   ]),
   'subagent.interrupt': interruptResultSchema.extend({ idempotent_replay: replayFlag }),
   'subagent.revive': z.strictObject({
@@ -334,3 +370,15 @@ export const resultSchemas = {
 
 /** A method's result as the server sends it. */
 export type ResultOf<M extends MethodName> = z.output<(typeof resultSchemas)[M]>;
+
+/** Whether `value` is a result `method` answers, by the method's result schema (a type guard). */
+export function isResultOf<M extends MethodName>(method: M, value: unknown): value is ResultOf<M> {
+  return resultSchemas[method].safeParse(value).success;
+}
+
+/** A method's result, checked by its result schema; throws the schema's ZodError otherwise. */
+export function parseResult<M extends MethodName>(method: M, value: unknown): ResultOf<M> {
+  if (isResultOf(method, value)) return value;
+  resultSchemas[method].parse(value); // throws, naming the field
+  throw new TypeError(`not a ${method} result`);
+}

@@ -15,6 +15,7 @@ import { ErrorCode, SubrunError } from '../errors.ts';
 import { randomIds } from '../ids.ts';
 import { silentLogger } from '../log.ts';
 import { EventBus } from '../registry/events.ts';
+import { typedEvents, type RuntimeEvents } from './runtime-events.ts';
 import type { ChildRecord } from '../child/record.ts';
 import {
   DEFAULT_MAX_QUEUED_STEER_BYTES,
@@ -33,8 +34,10 @@ import { TimelineLog } from './timeline.ts';
 
 export type { DelegateCallOptions, RuntimeOptions } from './runtime-options.ts';
 
+export type { EventEnvelope, RuntimeEvents, Subscriber } from './runtime-events.ts';
+
 export interface Runtime {
-  readonly events: EventBus;
+  readonly events: RuntimeEvents;
   readonly limits: Limits;
   /** Delegates a batch; returns at once. Throws a SubrunError for a bad batch. */
   delegate(tasks: readonly TaskSpec[], options?: DelegateCallOptions): DelegationHandle;
@@ -230,7 +233,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       observer.steerRejected(r.subagent_id, r.reason);
       // Refused to the caller's own child (it takes no more): a mark on its row. A foreign or
       // unknown child's leaves none; a full queue or a store that cannot write is an error, not a fate.
-      const own = r.reason === 'not_found' || r.reason === 'not_accepting' || r.reason === 'vetoed' ? registry.getScoped(scope, r.subagent_id) : undefined;
+      const own = r.reason === 'not_found' || r.reason === 'finished' || r.reason === 'vetoed' ? registry.getScoped(scope, r.subagent_id) : undefined;
       if (own) timeline.rejected(own);
     }
     return r;
@@ -250,7 +253,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   };
 
   return {
-    events: bus,
+    events: typedEvents(bus),
     limits,
     delegate: (tasks, opts = {}) => {
       refuseUnknownKeys('delegate', opts, DELEGATE_OPTIONS);

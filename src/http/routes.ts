@@ -311,9 +311,9 @@ export function buildRoutes(deps: RouteDeps): Route[] {
             keyedAnswer(keyed, () => {
               const r = keyed.value;
               if (r.status === 'queued') return answer(202, r);
-              // Rejected: the caller's own child that no longer takes steers is a conflict; any
-              // other child is not the caller's to know about.
-              return r.reason === 'not_found' ? notFound() : httpError(RpcCode.NotAcceptingSteer, 'not accepting steer');
+              // Rejected: the caller's own child that no longer takes steers (or whose runner
+              // vetoed it) is a conflict, its reason in `data`; any other is not the caller's to know.
+              return r.reason === 'not_found' ? notFound() : httpError(RpcCode.NotAcceptingSteer, 'not accepting steer', undefined, { reason: r.reason });
             }),
           ),
       },

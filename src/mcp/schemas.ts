@@ -7,7 +7,15 @@
 // Schema gets a root `anyOf` from `.meta()`: each branch lists its required fields and excludes
 // the other's, and the zod side (what the server checks) keeps every field optional.
 import { z } from 'zod';
-import { completionEntrySchema, id, interruptResultSchema, snapshotSchema, tailResultSchema, type Immutable } from '../contract/entities.ts';
+import {
+  completionEntrySchema,
+  id,
+  interruptResultSchema,
+  snapshotSchema,
+  steerRefusalSchema,
+  tailResultSchema,
+  type Immutable,
+} from '../contract/entities.ts';
 
 /** Above the 60 s at which hosts stop listening to a silent call: the default stays under it. */
 export const DEFAULT_WAIT_SECONDS = 45;
@@ -58,7 +66,7 @@ export const successSchemas = {
   tail_subagent: tailResultSchema,
   steer_subagent: z.union([
     z.strictObject({ status: z.literal('queued'), subagent_id: id, text: z.string(), steer_id: id }),
-    z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), reason: z.enum(['finished', 'not_found']) }),
+    z.strictObject({ status: z.literal('rejected'), subagent_id: id, text: z.string(), reason: steerRefusalSchema }),
   ]),
   interrupt_subagent: interruptResultSchema,
 } as const;
@@ -97,7 +105,7 @@ const steerShape = {
   subagent_id: id,
   text: z.string(),
   steer_id: id,
-  reason: z.enum(['finished', 'not_found']),
+  reason: steerRefusalSchema,
 };
 
 export const outputSchemas = {

@@ -116,11 +116,8 @@ const handlers: { readonly [T in ToolName]: Handler<T> } = {
   async steer_subagent(s, args) {
     const r = await s.link.call('subagent.steer', { session_id: s.id, subagent_id: args.subagent_id, text: args.text });
     if (r.status === 'queued') return answer('steer_subagent', { status: 'queued', subagent_id: r.subagent_id, text: r.text, steer_id: r.steer_id });
-    // The wire's `rejected` has no reason: this session's own child (live or retained) that
-    // refuses is finished or finishing; any other is not this session's to know about.
-    const own = await s.link.call('subagent.list', { session_id: s.id, include_finished: true });
-    const finished = own.subagents.some((c) => c.subagent_id === r.subagent_id);
-    return answer('steer_subagent', { status: 'rejected', subagent_id: r.subagent_id, text: r.text, reason: finished ? 'finished' : 'not_found' });
+    // The wire's reason, as every surface says it (`finished`, `not_found`, `vetoed`).
+    return answer('steer_subagent', { status: 'rejected', subagent_id: r.subagent_id, text: r.text, reason: r.reason });
   },
 
   async interrupt_subagent(s, args) {

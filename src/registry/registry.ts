@@ -218,8 +218,10 @@ export class Registry {
     if (problem !== undefined) return rejected(subagent_id, text, problem);
     const bytes = Buffer.byteLength(text, 'utf8');
     const r = this.getScoped(scope, subagent_id);
-    if (!r || r.finished) return rejected(subagent_id, text, 'not_found');
-    if (!r.accepting_steer || isFinalStatus(r.status)) return rejected(subagent_id, text, 'not_accepting');
+    if (!r) return rejected(subagent_id, text, 'not_found');
+    // A child the caller can still see (live or retained) that takes no more steers: it is not
+    // "not found", it is finished (or finishing).
+    if (r.finished || !r.accepting_steer || isFinalStatus(r.status)) return rejected(subagent_id, text, 'finished');
     // Bounded memory: a child that is not taking its steers cannot make the host's words pile up.
     if (!r.hasRoomForSteer(bytes, this.#maxQueued, this.#maxQueuedBytes)) return rejected(subagent_id, text, 'queue_full');
     // The veto runs before the steer is queued or wakes a waiting runner: a vetoed steer must leave
@@ -232,7 +234,7 @@ export class Registry {
     } catch {
       return rejected(subagent_id, text, 'vetoed');
     }
-    if (!steer) return rejected(subagent_id, text, 'not_accepting');
+    if (!steer) return rejected(subagent_id, text, 'finished');
     if (journal) {
       // `queued` is said only once the steer is written: a restart then ends it delivered or missed.
       journal.steerAccepted(subagent_id, steer, Date.now());

@@ -83,11 +83,14 @@ export class ReplayRing {
     return this.#latest;
   }
 
+  /** Events kept (a restored ring is read back first, so the count is what a replay would hand out). */
   get size(): number {
+    this.#load();
     return this.#size;
   }
 
   get bytes(): number {
+    this.#load();
     return this.#bytes;
   }
 

@@ -294,6 +294,15 @@ describe.each([
     expect(tail).toMatchObject({ subagent_id: a, available: true });
     expect(tail.text).toContain('A steered');
     expect(await s.conn.agent.request('_subrun/tail', { sessionId: 'ses_not_mine', subagentId: a }).catch((e: acp.RequestError) => e.code)).toBe(4001);
+    // A refused steer says why, as on every surface: A finished (it is known: not "not found").
+    await s.until(childDone(a, subagents), 'A terminal');
+    expect(await s.conn.agent.request('_subrun/steer', { sessionId: sid, subagentId: a, text: 'late' })).toEqual({
+      status: 'rejected',
+      subagent_id: a,
+      text: 'late',
+      reason: 'finished',
+    });
+    expect(await s.conn.agent.request('_subrun/steer', { sessionId: sid, subagentId: 'sa_nobody', text: 'late' })).toMatchObject({ reason: 'not_found' });
 
     await s.conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: sid });
     expect(await p).toEqual({ stopReason: 'cancelled' });

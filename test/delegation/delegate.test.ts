@@ -286,7 +286,7 @@ describe('dispatch and results', () => {
     await flush();
     const snaps = new Map(rt.list({ include_finished: true }).map((s) => [s.subagent_id, s]));
     const sub = events.filter((e) => e.type.startsWith('subagent.'));
-    const types = new Set(sub.map((e) => e.type));
+    const types = new Set<string>(sub.map((e) => e.type));
     for (const t of [
       'subagent.spawn_requested',
       'subagent.start',

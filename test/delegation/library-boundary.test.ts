@@ -3,7 +3,22 @@
 // type declares (a slip is refused by name, with the name it was near); tail's `since` follows
 // subagent.tail's rule. Nothing here runs a child it should have refused.
 import { describe, expect, it } from 'vitest';
-import { createRuntime, scripted } from '../../src/index.ts';
+import { createRuntime, scripted, stepSchema } from '../../src/index.ts';
+import { RpcServer } from '../../src/server.ts';
+import { connectMemory, fails, ok } from '../helpers/rpc-client.ts';
+
+/** For every step kind, one step the wire refuses, and the field it names. */
+const BAD_STEPS: Record<string, { step: Record<string, unknown>; field: string }> = {
+  think: { step: { op: 'think' }, field: 'text' },
+  say: { step: { op: 'say', text: 7 }, field: 'text' },
+  tool: { step: { op: 'tool' }, field: 'name' },
+  sleep: { step: { op: 'sleep', ms: 1.5 }, field: 'ms' },
+  wait_steer: { step: { op: 'wait_steer', timeout_ms: -1 }, field: 'timeout_ms' },
+  spawn: { step: { op: 'spawn', tasks: [{}] }, field: 'tasks.0.goal' },
+  finish: { step: { op: 'finish', summary: 5 }, field: 'summary' },
+  fail: { step: { op: 'fail' }, field: 'error' },
+  hang: { step: { op: 'hang', stubborn: 'yes' }, field: 'stubborn' },
+};
 
 describe('the library at its boundary', () => {
   it('refuses a scripted step the wire refuses, naming the field', () => {
@@ -19,6 +34,20 @@ describe('the library at its boundary', () => {
         { op: 'finish', summary: 'done' },
       ]).model,
     ).toBe('scripted');
+  });
+
+  it('checks every step kind with the schema delegation.spawn uses: the same steps refused, the same field named', async () => {
+    const kinds = stepSchema.options.map((o) => o.shape.op.value);
+    expect(Object.keys(BAD_STEPS).sort()).toEqual([...kinds].sort());
+    const { client } = connectMemory(new RpcServer());
+    const { session_id } = await ok(client, 'session.create', {});
+    for (const { step, field } of Object.values(BAD_STEPS)) {
+      // @ts-expect-error -- each is a step the types forbid
+      expect(() => scripted([step])).toThrow(`scripted: steps.0.${field}: `);
+      const wire = await fails(client, 'delegation.spawn', { session_id, tasks: [{ goal: 'g', agent: { kind: 'scripted', steps: [step] } }] });
+      expect(wire.code).toBe(-32602);
+      expect(JSON.stringify(wire.data)).toContain(`steps.0.${field}`);
+    }
   });
 
   it('refuses an option it does not know, by name, with the one it was near', () => {

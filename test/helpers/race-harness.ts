@@ -680,8 +680,10 @@ export class RaceRun {
             `${item.who}: steer ${item.tag} to ${item.target} answered ${item.queued ? 'queued' : 'rejected'} while list() said accepting_steer=${item.acceptingBefore}`,
           );
         }
-        if (item.result?.status === 'rejected' && !live && item.result.reason !== 'not_found')
-          bad(`${item.who}: steer ${item.tag} to a non-live child rejected as ${item.result.reason}`);
+        // Not live: finished (spawned before, so known: `finished`), or not spawned yet (`not_found`).
+        const expected = (k.spawnedAt.get(item.target) ?? Number.POSITIVE_INFINITY) < item.at ? 'finished' : 'not_found';
+        if (item.result?.status === 'rejected' && !live && item.result.reason !== expected)
+          bad(`${item.who}: steer ${item.tag} to a non-live child rejected as ${item.result.reason}, not ${expected}`);
         return;
       }
       case 'interrupt': {

@@ -135,6 +135,29 @@ const spawnTreeEntry = z.looseObject({
 export const HERMES_RESULTS: Record<string, z.ZodType> = {
   ping: z.looseObject({ pong: z.boolean() }),
   'client.capabilities': z.looseObject({ server_requests: z.array(z.string()) }),
+  // The three a hermes host calls at boot (contracts/liveness.py, contracts/sessions.py).
+  'gateway.capabilities': z.looseObject({ per_session_exclusive_submit: z.boolean(), worker_snapshot_v1: z.boolean().optional() }),
+  'session.list': z.looseObject({
+    sessions: z.array(
+      z.looseObject({
+        id: z.string(),
+        resolved_id: opt(z.string()),
+        title: z.string().optional(),
+        preview: z.string().optional(),
+        started_at: z.number().optional(),
+        message_count: int.optional(),
+        source: z.string().optional(),
+      }),
+    ),
+  }),
+  'session.events.stats': z.looseObject({
+    sessions: int,
+    events: int,
+    bytes: int,
+    max_per_session: int,
+    max_bytes_per_session: int,
+    max_bytes_process: int,
+  }),
   'session.create': z.looseObject({
     session_id: z.string(),
     stored_session_id: z.string(),

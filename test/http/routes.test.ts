@@ -187,7 +187,7 @@ describe('subagents', () => {
     await req(server, 'GET', `${base(s)}/delegations/${d.delegation_id}?wait=30`, { key: s.session_key });
     const late = await steer('too late');
     expect(late.status).toBe(409);
-    expect(late.json).toEqual({ error: { code: 4006, message: 'not accepting steer' } });
+    expect(late.json).toEqual({ error: { code: 4006, message: 'not accepting steer', data: { reason: 'finished' } } });
     // Interrupting a finished own child: found false, still 200 (it is the caller's).
     const again = await req(server, 'POST', `${base(s)}/subagents/${id}/interrupt`, { key: s.session_key });
     expect(again.status).toBe(200);

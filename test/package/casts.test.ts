@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/process.ts';
 
 const SRC = join(ROOT, 'src');
-/** Issue 18 asked for under 60 (137 before this change, by this count); 15 now. Lower it as casts go, never raise it. */
-const BUDGET = 15;
+/** Issue 18 asked for under 60 (137 before this change, by this count); 12 now (steer answers no longer mapped for the wire). Lower it as casts go, never raise it. */
+const BUDGET = 12;
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {

@@ -30,6 +30,7 @@ function run(cmd: string, args: readonly string[], cwd: string, timeout = 120_00
 
 let dir: string;
 let clone: string;
+let installWarnings = '';
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'subrun-clone-'));
   clone = join(dir, 'subrun');
@@ -37,6 +38,7 @@ beforeAll(async () => {
   expect(cloned.code, cloned.stderr).toBe(0);
   const installed = await run('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], clone, 600_000);
   expect(installed.code, installed.stderr.slice(-2000)).toBe(0);
+  installWarnings = installed.stderr;
 }, 660_000);
 // Removing a whole installed clone (its node_modules, a native build) is disk-bound: on a busy
 // machine it took past the default 30 s hook bound once, so the cleanup has the install's scale.
@@ -45,12 +47,22 @@ afterAll(() => {
 }, 300_000);
 
 describe('a fresh clone after npm ci', () => {
+  it('installs on Node 20 without an engine warning (@nats-io/nuid is pinned to its Node 18+ release)', () => {
+    expect(installWarnings).not.toContain('EBADENGINE');
+  });
+
   it('runs `npx subrun` and its subcommands’ help, as the README shows them', async () => {
     for (const args of [['--help'], ['serve', '--help'], ['call', '--help'], ['watch', '--help'], ['worker', '--help']]) {
       const ran = await run('npx', ['--no-install', 'subrun', ...args], clone);
       expect(ran.code, `${args.join(' ')}: ${ran.stderr}`).toBe(0);
       expect(ran.stdout).toMatch(/usage: subrun/);
     }
+  });
+
+  it("runs the README's first example as written (npx tsx examples/library.ts)", async () => {
+    const ran = await run('npx', ['--no-install', 'tsx', 'examples/library.ts'], clone);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain('late steer: finished');
   });
 
   it('says in one line what to run when the build is missing', async () => {

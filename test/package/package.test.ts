@@ -1,7 +1,8 @@
 // The package as npm users get it: `npm pack`, installed into a fresh project, imported from
 // plain JavaScript under plain node (no loader), type-checked by TypeScript consumers with the
 // strictest settings users run (node16 and bundler resolution, exactOptionalPropertyTypes,
-// skipLibCheck off), and its `subrun` command run from node_modules/.bin.
+// noUncheckedIndexedAccess, skipLibCheck off) over the README's example, docs/embedding.md's
+// and a host narrowing wire events, and its `subrun` command run from node_modules/.bin.
 import { execFile, spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,9 +50,27 @@ client.onmessage = (text: string) => {
 server.connect(transport);
 `;
 
+/** The TypeScript blocks of a doc, in order. */
+function tsBlocks(doc: string): string[] {
+  return [...readFileSync(join(ROOT, doc), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
+}
+
+/** A host narrowing the wire's events by type (subrun/protocol's union). */
+const WIRE_EVENTS = `import { parseWireEvent, type TypedWireEvent } from 'subrun/protocol';
+const seen: TypedWireEvent[] = [];
+export function onEvent(params: unknown): void {
+  const e = parseWireEvent(params);
+  seen.push(e);
+  if (e.type === 'delegation.complete') console.log(e.session_id, e.payload.results.map((r) => r.status));
+  if (e.type === 'subagent.complete') console.log(e.payload.subagent_id, e.payload.status, e.payload.missed_steer?.length);
+  if (e.type === 'gateway.ready') console.log(e.payload.replay_epoch);
+}
+`;
+
 /** A call the types must refuse: a subagent id is a string. */
 const MISTYPED = `import { createRuntime } from 'subrun';
 createRuntime().steer(42, 'focus');
+createRuntime().events.subscribe('**', (e) => console.log(e.entry.status));
 `;
 
 function tsconfig(resolution: 'node16' | 'bundler', files: string[]): string {
@@ -62,6 +81,7 @@ function tsconfig(resolution: 'node16' | 'bundler', files: string[]): string {
       target: 'ES2022',
       strict: true,
       exactOptionalPropertyTypes: true,
+      noUncheckedIndexedAccess: true,
       skipLibCheck: false,
       noEmit: true,
       types: ['node'],
@@ -111,8 +131,13 @@ describe('the npm package, installed into a fresh project', () => {
     writeFileSync(join(dir, 'subpaths.ts'), SUBPATHS);
     writeFileSync(join(dir, 'subpaths.mjs'), SUBPATHS.replace(/\(text: string\)/, '(text)').replace(/ as \{ params\?: \{ type\?: string \} \}/, ''));
     writeFileSync(join(dir, 'mistyped.ts'), MISTYPED);
+    writeFileSync(join(dir, 'wire-events.ts'), WIRE_EVENTS);
+    const embedding = tsBlocks('docs/embedding.md');
+    expect(embedding).toHaveLength(2);
+    embedding.forEach((code, i) => writeFileSync(join(dir, `embedding-${i}.ts`), code));
+    const typed = ['example.ts', 'subpaths.ts', 'wire-events.ts', 'embedding-0.ts', 'embedding-1.ts'];
     for (const resolution of ['node16', 'bundler'] as const) {
-      writeFileSync(join(dir, `tsconfig.${resolution}.json`), tsconfig(resolution, ['example.ts', 'subpaths.ts']));
+      writeFileSync(join(dir, `tsconfig.${resolution}.json`), tsconfig(resolution, typed));
       writeFileSync(join(dir, `tsconfig.${resolution}.mistyped.json`), tsconfig(resolution, ['mistyped.ts']));
     }
   }, 180_000);
@@ -121,8 +146,9 @@ describe('the npm package, installed into a fresh project', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('ships what runs and nothing else: compiled JavaScript, declarations, the bin, the dashboard, the docs, LICENSE, README', () => {
+  it('ships what runs and nothing else: compiled JavaScript, declarations, the bin, the dashboard, the docs, LICENSE, README, CHANGELOG', () => {
     expect(files).toContain('LICENSE');
+    expect(files).toContain('CHANGELOG.md');
     // README and every --help point to docs/*.md: they are in the package.
     for (const f of ['docs/protocol.md', 'docs/http.md', 'docs/durability.md', 'docs/scale-out.md']) expect(files).toContain(f);
     expect(files).toContain('dist/index.js');
@@ -145,7 +171,9 @@ describe('the npm package, installed into a fresh project', () => {
       expect(files).toContain(`src/http/ui/${f}`);
     const stray = files.filter(
       (f) =>
-        !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|docs\/[\w-]+\.md|LICENSE|README\.md|package\.json)$/.test(f),
+        !/^(dist\/.+\.(js|d\.ts|json)|bin\/subrun\.js|src\/http\/ui\/[\w-]+\.(html|js|css|svg)|docs\/[\w-]+\.md|LICENSE|README\.md|CHANGELOG\.md|package\.json)$/.test(
+          f,
+        ),
     );
     expect(stray).toEqual([]);
   });
@@ -169,7 +197,7 @@ describe('the npm package, installed into a fresh project', () => {
   const TSC_TIMEOUT_MS = 180_000;
 
   it.each(['node16', 'bundler'] as const)(
-    'type-checks the example and the subpaths with %s resolution, strict, exactOptionalPropertyTypes, skipLibCheck off',
+    'type-checks the README example, docs/embedding.md, wire events and the subpaths with %s resolution, strict, exactOptionalPropertyTypes, noUncheckedIndexedAccess, skipLibCheck off',
     { timeout: TSC_TIMEOUT_MS },
     async (resolution) => {
       const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.json`], dir);
@@ -182,6 +210,8 @@ describe('the npm package, installed into a fresh project', () => {
     const ran = await run(process.execPath, [tsc(), '-p', `tsconfig.${resolution}.mistyped.json`], dir);
     expect(ran.code).not.toBe(0);
     expect(ran.stdout).toMatch(/mistyped\.ts\(2,23\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'/);
+    // An event's fields are typed only once its type is narrowed.
+    expect(ran.stdout).toMatch(/mistyped\.ts\(3,\d+\): error TS18046: 'e\.entry' is of type 'unknown'/);
   });
 
   it('serves the dashboard from the installed package: the page, its modules and the stylesheet', async () => {

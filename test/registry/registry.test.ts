@@ -24,7 +24,7 @@ const SCOPE_A = { session_id: 'sess_A', generation: 1 };
 
 function setup(options: RuntimeOptions = {}) {
   const { clock, rt, events, find } = runtimeHarness(options);
-  const completes = () => events.filter((e) => e.type === 'subagent.complete').map((e) => e.subagent_id as string);
+  const completes = () => events.filter((e) => e.type === 'subagent.complete').map((e) => e.subagent_id);
   const entryOf = (id: string) => events.find((e) => e.type === 'subagent.complete' && e.subagent_id === id)?.entry as CompletionEntry | undefined;
   const delivered = (id: string) => events.filter((e) => e.type === 'subagent.steer.delivered' && e.subagent_id === id).map((e) => e.text);
   return { clock, rt, events, find, completes, entryOf, delivered };
@@ -167,7 +167,7 @@ describe('steer', () => {
     const h = rt.delegate([task('t', { op: 'finish', summary: 'done' })]);
     await h.results;
     const id = h.subagent_ids[0]!;
-    expect(rt.steer(id, 'too late')).toMatchObject({ status: 'rejected', reason: 'not_found' });
+    expect(rt.steer(id, 'too late')).toMatchObject({ status: 'rejected', reason: 'finished' });
   });
 
   it('refuses a finishing child (sealed, entry not yet published: accepting_steer false)', async () => {
@@ -187,7 +187,7 @@ describe('steer', () => {
     const snap = rt.list().find((s) => s.subagent_id === id);
     expect(snap?.status).toBe('running');
     expect(snap?.accepting_steer).toBe(false);
-    expect(rt.steer(id, 'in the gap')).toMatchObject({ status: 'rejected', reason: 'not_accepting' });
+    expect(rt.steer(id, 'in the gap')).toMatchObject({ status: 'rejected', reason: 'finished' });
     release();
     await h.results;
     await flush();
@@ -238,7 +238,7 @@ describe('steer', () => {
     const queuedId = h.subagent_ids[0]!;
     await flush();
     expect(s.find(queuedId)?.status).toBe('queued');
-    expect(rt.steer(queuedId, 'stop yourself')).toMatchObject({ status: 'rejected', reason: 'not_accepting' });
+    expect(rt.steer(queuedId, 'stop yourself')).toMatchObject({ status: 'rejected', reason: 'finished' });
     const [entry] = await h.results;
     expect(entry?.status).toBe('interrupted');
     expect(entry?.missed_steer).toBeUndefined();

@@ -266,6 +266,7 @@ describe.each<Kind>(['memory', 'ws'])('authority matrix over %s', (kind) => {
         status: 'rejected',
         subagent_id: c.id,
         text: 'hello old',
+        reason: 'not_found',
       });
       expect(await ok(a.client, 'subagent.interrupt', { session_id: sa.session_id, subagent_id: c.id })).toEqual({
         found: false,
@@ -443,7 +444,12 @@ describe.each<Kind>(['memory', 'ws'])('authority matrix over %s', (kind) => {
     await expectNotOwned(b.client, 'session.attach', { session_id: sa.session_id, ...spoof, session_key: 'wrong-key-wrong-key' });
     // Through B's own session, A's child stays foreign.
     const own = { session_id: sb.session_id, subagent_id: child.id, ...spoof };
-    expect(await ok(b.client, 'subagent.steer', { ...own, text: FOREIGN })).toEqual({ status: 'rejected', subagent_id: child.id, text: FOREIGN });
+    expect(await ok(b.client, 'subagent.steer', { ...own, text: FOREIGN })).toEqual({
+      status: 'rejected',
+      subagent_id: child.id,
+      text: FOREIGN,
+      reason: 'not_found',
+    });
     expect(await ok(b.client, 'subagent.interrupt', own)).toEqual({ found: false, subagent_id: child.id, interrupted: [] });
     expect((await ok(b.client, 'subagent.tail', own)).available).toBe(false);
     expect((await ok(b.client, 'subagent.list', { ...own, include_finished: true })).subagents).toEqual([]);
@@ -484,7 +490,12 @@ describe.each<Kind>(['memory', 'ws'])('authority matrix over %s', (kind) => {
       [b.client, sb.session_id, ca],
     ] as const) {
       const p = { session_id: mine, subagent_id: theirs.id };
-      expect(await ok(me, 'subagent.steer', { ...p, text: `  ${FOREIGN}  ` })).toEqual({ status: 'rejected', subagent_id: theirs.id, text: FOREIGN });
+      expect(await ok(me, 'subagent.steer', { ...p, text: `  ${FOREIGN}  ` })).toEqual({
+        status: 'rejected',
+        subagent_id: theirs.id,
+        text: FOREIGN,
+        reason: 'not_found',
+      });
       expect(await ok(me, 'subagent.tail', p)).toEqual({ subagent_id: theirs.id, available: false, text: '', truncated: false, offset: 0 });
       expect(await ok(me, 'subagent.interrupt', p)).toEqual({ found: false, subagent_id: theirs.id, interrupted: [] });
       expect((await ok(me, 'subagent.list', { session_id: mine, include_finished: true })).subagents.map((s) => s.subagent_id)).not.toContain(theirs.id);

@@ -329,8 +329,12 @@ async function runOps(ops: readonly Op[], run: number): Promise<string[]> {
         count(queued ? 'steer' : 'steer (foreign, retired, finished or unknown child)', queued);
         if (!queued) {
           refusedSteers.push(text);
+          // The caller's own finished child is `finished`; any other it cannot see, `not_found`.
+          const reason = visible(session as MSession, child) ? 'finished' : 'not_found';
           return expectResult(what, r, (x) =>
-            same(Object.keys(x), ['status', 'subagent_id', 'text']) && x.status === 'rejected' && x.text === text ? undefined : 'expected rejected',
+            same(Object.keys(x), ['status', 'subagent_id', 'text', 'reason']) && x.status === 'rejected' && x.text === text && x.reason === reason
+              ? undefined
+              : `expected rejected (${reason})`,
           );
         }
         child?.accepted.push(text);

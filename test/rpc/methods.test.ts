@@ -688,6 +688,7 @@ describe('subagent.steer', () => {
       status: 'rejected',
       subagent_id: child,
       text: 'after the end',
+      reason: 'finished',
     });
     // A rejected steer leaves no trace.
     expect(await ok(client, 'subagent.tail', { session_id: sid, subagent_id: child })).toEqual(before);

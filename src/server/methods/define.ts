@@ -2,7 +2,6 @@
 // subrun's own codes), the handler gets the inferred params and answers the method's result type.
 import type { Immutable } from '../../contract/entities.ts';
 import { paramsSchemas, type MethodName, type ParamsOf, type ResultOf as WireResultOf } from '../../contract/methods.ts';
-import type { SteerRejection } from '../../types.ts';
 import type { CallContext, Services } from '../context.ts';
 import type { z } from 'zod';
 import { codedOf, invalidParams, RpcCode, RpcError } from '../errors.ts';
@@ -13,15 +12,11 @@ import { JsonText } from '../json-text.ts';
 /** A method's result as a handler may build it (read-only views of the runtime's objects welcome). */
 export type ResultOf<M extends MethodName> = Immutable<WireResultOf<M>>;
 
-type WireSteer = ResultOf<'subagent.steer'>;
-/**
- * A steer's answer with why it was refused. The wire's shape carries no `reason` (hermes
- * compatibility): JSON-RPC drops it, HTTP maps it to its status codes.
- */
-export type SteerAnswer = Extract<WireSteer, { status: 'queued' }> | (Extract<WireSteer, { status: 'rejected' }> & { readonly reason: SteerRejection });
+/** A steer's answer; a refusal says why (`reason`), as in-process (HTTP maps it to its status codes). */
+export type SteerAnswer = ResultOf<'subagent.steer'>;
 
-/** What a handler answers: the wire's result, richer where a surface needs more (a steer's reason). */
-export type HandledOf<M extends MethodName> = M extends 'subagent.steer' ? SteerAnswer : ResultOf<M>;
+/** What a handler answers: the wire's result (the table keeps the name for a surface that needs more). */
+export type HandledOf<M extends MethodName> = ResultOf<M>;
 
 type Answer<T> = T | JsonText<T> | Promise<T | JsonText<T>>;
 /** What a handler may answer: its result, the same already serialised, or a promise of it. */
@@ -56,8 +51,6 @@ export interface MethodOptions<M extends MethodName> {
   readonly accepts?: (params: Record<string, unknown>) => params is ParamsOf<M>;
   /** Honours `idempotency_key`: a repeated key replays the first answer (idempotency.ts). */
   readonly idempotent?: boolean;
-  /** The wire's shape of a handler's richer answer. */
-  readonly wire?: (answer: HandledOf<M>) => ResultOf<M>;
   /**
    * Changes what the store keeps: refused with -32002 while the store cannot write, and answered
    * only once its writes are committed. Reads keep working from memory meanwhile.
@@ -75,7 +68,7 @@ export function markReplay<T>(value: T): T {
 
 export function defineMethod<M extends MethodName>(name: M, handle: Handler<M>, options: MethodOptions<M> = {}): MethodDef<M> {
   const schema = paramsSchemas[name];
-  const { accepts, wire, idempotent = false, writes = false } = options;
+  const { accepts, idempotent = false, writes = false } = options;
   const parse = (params: Record<string, unknown>): ParamsOf<M> => {
     if (accepts?.(params) === true) return params;
     // The table's schema for M: TypeScript cannot correlate the indexed access with ParamsOf<M>.
@@ -121,10 +114,10 @@ export function defineMethod<M extends MethodName>(name: M, handle: Handler<M>, 
   };
   // Most methods answer the wire's shape as they are: JSON-RPC calls them straight (bench/cases/rpc-stdio.ts).
   const direct = (params: Record<string, unknown>, ctx: CallContext): WireAnswerOf<M> => {
-    if (!ctx.services.store.durable) return sameShape(handle(parse(params), ctx.services, ctx.transport));
-    return sameShape(run(params, ctx).value);
+    if (!ctx.services.store.durable) return handle(parse(params), ctx.services, ctx.transport);
+    return run(params, ctx).value;
   };
-  return { name, idempotent, parse, run, call: wire || idempotent ? (params, ctx) => toWire(run(params, ctx), wire) : direct };
+  return { name, idempotent, parse, run, call: idempotent ? (params, ctx) => toWire(run(params, ctx)) : direct };
 }
 
 /** -32002: the store cannot write. `maybe`: the call ran, and its change stands once the store can write again. */
@@ -202,26 +195,12 @@ function sessionOf(params: object): unknown {
   return 'session_id' in params ? params.session_id : undefined;
 }
 
-/** A handler's answer as the wire's: the same type for every method whose def has no `wire` map. */
-function sameShape<M extends MethodName>(answer: AnswerOf<M>): WireAnswerOf<M> {
-  // HandledOf<M> is ResultOf<M> for every method but a steer, whose def maps its answer (`wire`).
-  return answer as WireAnswerOf<M>;
-}
-
-/** A read's answer as text: only methods without a `wire` map answer text (a steer never does). */
-function sameShapeText<M extends MethodName>(text: JsonText<HandledOf<M>>): JsonText<ResultOf<M>> {
-  return new JsonText(text.text);
-}
-
-/** JSON-RPC's view of an answer: mapped to the wire's shape, a replay marked once it settles. */
-export function toWire<M extends MethodName>(keyed: Keyed<AnswerOf<M>>, wire: ((a: HandledOf<M>) => ResultOf<M>) | undefined): WireAnswerOf<M> {
-  const shape = (v: HandledOf<M>): ResultOf<M> => {
-    const w = wire ? wire(v) : (v as ResultOf<M>);
-    return keyed.replayed ? markReplay(w) : w;
-  };
+/** JSON-RPC's view of an answer: a replay marked once it settles. */
+export function toWire<M extends MethodName>(keyed: Keyed<AnswerOf<M>>): WireAnswerOf<M> {
+  const shape = (v: HandledOf<M>): ResultOf<M> => (keyed.replayed ? markReplay(v) : v);
   const { value } = keyed;
   // Text already serialised (a read's answer, waiting for the store) goes as it is.
-  if (isThenable(value)) return Promise.resolve(value).then((v) => (v instanceof JsonText ? sameShapeText(v) : shape(v)));
-  if (!wire && !keyed.replayed) return sameShape(value);
-  return shape(value as HandledOf<M>);
+  if (isThenable(value)) return Promise.resolve(value).then((v) => (v instanceof JsonText ? v : shape(v)));
+  if (!keyed.replayed || value instanceof JsonText) return value;
+  return shape(value);
 }

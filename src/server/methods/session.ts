@@ -1,4 +1,5 @@
-// session.* : create, attach, resume, activate, detach, reset, close, events.since, timeline. The authority
+// session.* : create, attach, resume, activate, detach, reset, close, list, events.since,
+// events.stats and timeline. The authority
 // model itself is sessions.ts.
 import type { ParamsOf } from '../../contract/methods.ts';
 import type { Services } from '../context.ts';
@@ -116,6 +117,35 @@ export const sessionMethods = {
     },
     { writes: true },
   ),
+
+  // hermes hosts list and size what they may resume at start. The caller's sessions only: those
+  // its transport is attached to (every live one with --single-user, where the token owns all).
+  'session.list': defineMethod('session.list', (p, server, transport) => {
+    const mine = server.sessions.sessionsFor(transport).sort((a, b) => b.created_at - a.created_at);
+    const rows = mine.slice(0, p.limit ?? mine.length).map((s) => ({
+      id: s.session_id,
+      title: s.title ?? '',
+      // subrun keeps no preview or source per session: hermes' defaults for "none".
+      preview: '',
+      started_at: s.created_at,
+      message_count: server.parents.peek(s.session_id)?.transcript().length ?? 0,
+      source: '',
+    }));
+    return { sessions: rows };
+  }),
+
+  'session.events.stats': defineMethod('session.events.stats', (_p, server, transport) => {
+    const mine = server.sessions.sessionsFor(transport);
+    const { replay_events, replay_bytes } = server.limits;
+    return {
+      sessions: mine.length,
+      events: mine.reduce((n, s) => n + s.replay.size, 0),
+      bytes: mine.reduce((n, s) => n + s.replay.bytes, 0),
+      max_per_session: replay_events,
+      max_bytes_per_session: replay_bytes,
+      max_bytes_process: replay_bytes * mine.length,
+    };
+  }),
 
   // A host that reconnects fills its gap: every kept event after last_seen, as the very envelopes
   // that were sent. Readable by an attached transport or with the session key (a host may replay

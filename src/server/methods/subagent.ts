@@ -46,8 +46,8 @@ export const subagentMethods = {
       // The steer could not be written: it was taken back, and the host hears why (docs/durability.md).
       if (r.status === 'rejected' && r.reason === 'store_unavailable') throw new RpcError(RpcCode.StoreUnavailable, 'store unavailable');
       if (r.status !== 'queued') {
-        // The caller's own finished child is known to it (subagent.list shows it): it takes no more steers.
-        const reason = r.reason === 'not_found' && runtime.scoped.has(scope, p.subagent_id) ? 'not_accepting' : r.reason;
+        // The text rules ran in the params schema (4002, 4003): what is left is the registry's word.
+        const reason = r.reason === 'finished' || r.reason === 'vetoed' ? r.reason : 'not_found';
         return { status: 'rejected', subagent_id: p.subagent_id, text: r.text, reason } satisfies SteerAnswer;
       }
       const queued = { status: 'queued', subagent_id: p.subagent_id, text: r.text, steer_id: r.steer_id } as const;
@@ -73,7 +73,6 @@ export const subagentMethods = {
         p.text.trim() === p.text &&
         steerTextProblem(p.text) === undefined &&
         p.idempotency_key === undefined,
-      wire: (a) => (a.status === 'queued' ? a : { status: a.status, subagent_id: a.subagent_id, text: a.text }),
     },
   ),
 
