@@ -4,6 +4,11 @@
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
   now(): number;
+  /**
+   * Milliseconds on a clock no wall-clock step moves (NTP, a VM resumed), for durations measured
+   * against the timers; a clock without it (a test's manual clock) uses now(), which its timers share.
+   */
+  monotonic?(): number;
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
   /**
@@ -24,6 +29,7 @@ export const MAX_TIMER_MS = 2_147_483_647;
 
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout: (fn, ms) => {
     // Node fires a delay over 2^31-1 ms after 1 ms instead; cap it (~24.8 days) rather than
     // time a child out, or close a parked session, at once.

@@ -94,7 +94,11 @@ export class ParentAgent {
     const telemetry = this.#deps.runtime.turn({ session_id: this.#deps.owner().session_id, turn_id, model: config.endpoint.model });
     const turn: Turn = { turn_id, abort: new AbortController(), inbox: new SteerInbox(), telemetry };
     this.#turn = turn;
-    void this.#run(turn, config, text).catch((err: unknown) => this.#deps.logger.error({ err }, 'parent turn failed'));
+    void this.#run(turn, config, text).catch((err: unknown) => {
+      // A turn that threw still ends its span (end() is once only: a throw after the end changes nothing).
+      turn.telemetry.end({ status: 'error', exit_reason: 'error', api_calls: 0, tokens: { input: 0, output: 0 } });
+      this.#deps.logger.error({ err }, 'parent turn failed');
+    });
     return { status: 'streaming', turn_id: turn.turn_id };
   }
 

@@ -103,7 +103,8 @@ export async function worker(argv: readonly string[]): Promise<number> {
           .stop(grace)
           // The spans of every child it let go, the last outcomes' included; a dead collector gets the grace, no more.
           .then(() => tracing?.shutdown(grace))
-          .then(resolve);
+          // Whatever failed on the way, the process ends (a second signal is already ignored).
+          .finally(resolve);
       });
     }
   });

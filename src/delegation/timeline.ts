@@ -147,7 +147,8 @@ export class TimelineLog {
     list.push(mark);
     if (mark.steer_id !== null) this.#queued.set(mark.steer_id, mark);
     if (list.length <= MAX_TIMELINE_STEERS) return;
-    const settled = list.findIndex((s) => s.fate !== 'queued');
+    // The oldest settled mark goes first, never the one just added (a refusal is settled at once).
+    const settled = list.findIndex((s, i) => i < list.length - 1 && s.fate !== 'queued');
     const [gone] = list.splice(settled >= 0 ? settled : 0, 1);
     if (gone?.steer_id != null && gone.fate === 'queued') this.#queued.delete(gone.steer_id);
   }

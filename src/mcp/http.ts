@@ -56,7 +56,8 @@ export function mcpHttp(opts: McpHttpOptions): McpHttp {
   const logger: Logger = opts.logger;
   return {
     // Every request on the listener asks: a target without `mcp` in it cannot normalise to /mcp
-    // (a URL's path keeps its case and its percent-escapes), so most skip the parse.
+    // (a URL's path keeps its case and its percent-escapes, and Node's parser refuses the tab and
+    // line feed a URL parse would strip), so most skip the parse.
     owns: (req) => req.url?.includes('mcp') === true && targetOf(req)?.pathname === MCP_PATH,
     handle(req, res, ctx) {
       if (!check.token(bearerOf(req))) {

@@ -48,10 +48,10 @@ export class TokenCheck {
   /**
    * The bearer each keep-alive connection last proved, so its next request with the very same
    * header is let in without another digest (bench: http.steer). Only a connection that already
-   * presented the right token has an entry, and a request is compared with its own connection's
-   * proven value: a caller without the token never gets to compare against it.
+   * presented the right token has an entry; a request is compared, in constant time, with its own
+   * connection's proven value.
    */
-  readonly #proven = new WeakMap<object, string>();
+  readonly #proven = new WeakMap<object, Buffer>();
 
   constructor(token: string) {
     this.#expected = digest(token);
@@ -69,9 +69,13 @@ export class TokenCheck {
   of(req: IncomingMessage, query = false): 'bearer' | 'cookie' | undefined {
     const bearer = bearerOf(req) ?? (query ? (targetOf(req)?.searchParams.get('token') ?? undefined) : undefined);
     if (bearer !== undefined) {
-      if (this.#proven.get(req.socket) === bearer) return 'bearer';
+      const given = Buffer.from(bearer, 'utf8');
+      // In constant time too: a proxy that pools several clients onto one upstream connection
+      // would otherwise let one compare its guess against what another proved.
+      const proven = this.#proven.get(req.socket);
+      if (proven?.length === given.length && timingSafeEqual(proven, given)) return 'bearer';
       if (!this.token(bearer)) return undefined;
-      this.#proven.set(req.socket, bearer);
+      this.#proven.set(req.socket, given);
       return 'bearer';
     }
     const cookie = cookieOf(req, AUTH_COOKIE);

@@ -38,7 +38,7 @@ export interface Session {
 interface SessionState extends Session {
   readonly keyDigest: Buffer;
   parkTimer: unknown;
-  /** When the slot last emptied (the park TTL counts from here). */
+  /** When the slot last emptied, on the clock's monotonic time (the park TTL counts from here). */
   parkedAt: number;
   closed: boolean;
 }
@@ -262,15 +262,21 @@ export class SessionStore {
    */
   #park(s: SessionState): void {
     if (s.slot.size !== 0 || s.closed) return;
-    s.parkedAt = this.#opts.clock.now();
+    s.parkedAt = this.#elapsed();
     if (s.parkTimer === undefined) this.#armPark(s, this.#opts.park_ttl_ms);
+  }
+
+  /** Time as the timers keep it: a wall-clock step must neither close a session early nor keep one late. */
+  #elapsed(): number {
+    const clock = this.#opts.clock;
+    return clock.monotonic ? clock.monotonic() : clock.now();
   }
 
   #armPark(s: SessionState, ms: number): void {
     s.parkTimer = this.#opts.clock.setTimeout(() => {
       s.parkTimer = undefined;
       if (s.slot.size !== 0 || s.closed) return;
-      const left = s.parkedAt + this.#opts.park_ttl_ms - this.#opts.clock.now();
+      const left = s.parkedAt + this.#opts.park_ttl_ms - this.#elapsed();
       if (left > 0) this.#armPark(s, left);
       else this.#close(s);
     }, ms);

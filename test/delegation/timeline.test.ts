@@ -158,4 +158,34 @@ describe('the runtime timeline', () => {
     runtime.releaseSession('ses_bound');
     expect(runtime.scoped.timeline(scope(o))).toMatchObject({ children: [], steers: [] });
   });
+
+  it(`records a refused steer even when the ${MAX_TIMELINE_STEERS} kept are all still queued (the oldest goes)`, async () => {
+    const runtime = createRuntime({ max_queued_steers: MAX_TIMELINE_STEERS + 10 });
+    const o = owner('ses_full');
+    const doneFinished = new Promise<void>((resolve) => {
+      const off = runtime.onOwnedEvent((e) => {
+        if (e.type === 'subagent.complete' && e.goal === 'done') {
+          off();
+          resolve();
+        }
+      });
+    });
+    const { subagent_ids, results } = runtime.delegate(
+      [
+        { goal: 'hangs', runner: scripted([{ op: 'hang' }]) },
+        { goal: 'done', runner: scripted([{ op: 'finish', summary: 'x' }]) },
+      ],
+      { owner: o },
+    );
+    const [hangs, done] = subagent_ids as [string, string];
+    await doneFinished;
+    for (let i = 0; i < MAX_TIMELINE_STEERS; i++) expect(runtime.scoped.steer(scope(o), hangs, `queued ${i}`).status).toBe('queued');
+    expect(runtime.scoped.steer(scope(o), done, 'too late').status).toBe('rejected');
+    const t = runtime.scoped.timeline(scope(o));
+    expect(t.steers).toHaveLength(MAX_TIMELINE_STEERS);
+    expect(t.steers.at(-1)).toMatchObject({ subagent_id: done, fate: 'rejected' });
+    expect(t.steers.filter((s) => s.fate === 'queued')).toHaveLength(MAX_TIMELINE_STEERS - 1);
+    runtime.interrupt(hangs);
+    await results;
+  });
 });

@@ -8,13 +8,30 @@ import { ManualClock } from '../helpers/manual-clock.ts';
 import { connectMemory, ok } from '../helpers/rpc-client.ts';
 
 const TTL = 60_000;
+
+/** A manual clock whose wall time can be stepped (NTP, a VM resumed) while its timers' time runs on. */
+class SteppedClock extends ManualClock {
+  step = 0;
+  /** setTimeout calls made: one parking must cost one timer however many requests come and go. */
+  armed = 0;
+  override now(): number {
+    return super.now() + this.step;
+  }
+  monotonic(): number {
+    return super.now();
+  }
+  override setTimeout(fn: () => void, ms: number): unknown {
+    this.armed++;
+    return super.setTimeout(fn, ms);
+  }
+}
 const servers: RpcServer[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.shutdown();
 });
 
-async function parked(): Promise<{ server: RpcServer; clock: ManualClock; session_id: string; session_key: string }> {
-  const clock = new ManualClock();
+async function parked(): Promise<{ server: RpcServer; clock: SteppedClock; session_id: string; session_key: string }> {
+  const clock = new SteppedClock();
   const server = new RpcServer({ clock, park_ttl_ms: TTL });
   servers.push(server);
   const ep = connectMemory(server);
@@ -27,13 +44,17 @@ async function parked(): Promise<{ server: RpcServer; clock: ManualClock; sessio
 describe('park expiry', () => {
   it('counts the TTL from the last leave, across requests that attach and leave', async () => {
     const { server, clock, session_id, session_key } = await parked();
+    const armed = clock.armed;
     for (let i = 0; i < 4; i++) {
       await clock.advance(TTL / 2);
       const t = server.transientId();
       server.sessions.rebind(session_id, session_key, t);
       server.sessions.detach(session_id, t);
     }
-    // Two TTLs since the first parking, half a TTL since the last leave.
+    // The one timer fired at TTL, 1.5 and 2 TTL, each time re-arming for the rest: three timers for
+    // four requests (one per request, the old way, was four), however many requests come between.
+    expect(clock.armed - armed).toBe(3);
+    // Two TTLs since the first parking; the TTL now counts from the last leave.
     await clock.advance(TTL - 1_000);
     expect(server.sessions.get(session_id)).toBeDefined();
     await clock.advance(1_000);
@@ -51,6 +72,20 @@ describe('park expiry', () => {
     await clock.advance(TTL - 1);
     expect(server.sessions.get(session_id)).toBeDefined();
     await clock.advance(1);
+    expect(server.sessions.get(session_id)).toBeUndefined();
+  });
+
+  it("counts on the timers' time: a wall-clock step forward closes nothing early", async () => {
+    const { server, clock, session_id, session_key } = await parked();
+    await clock.advance(TTL / 2);
+    const t = server.transientId();
+    server.sessions.rebind(session_id, session_key, t);
+    server.sessions.detach(session_id, t);
+    clock.step = TTL * 10;
+    // The first parking's timer fires now: half a TTL since the leave on the timers' clock.
+    await clock.advance(TTL / 2);
+    expect(server.sessions.get(session_id)).toBeDefined();
+    await clock.advance(TTL / 2);
     expect(server.sessions.get(session_id)).toBeUndefined();
   });
 });
