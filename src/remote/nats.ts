@@ -121,9 +121,14 @@ export function isTimeout(err: unknown): boolean {
   return err instanceof errors.TimeoutError || (err instanceof RequestError && err.cause instanceof errors.TimeoutError);
 }
 
-/** A request nobody is subscribed to answer (the subject's service is gone). */
+/**
+ * A request nobody is subscribed to answer (the subject's service is gone). A JetStream publish
+ * reports it wrapped (JetStreamNotEnabled, the RequestError as its cause): no stream took the
+ * subject, so the message surely was not stored.
+ */
 export function isNoResponders(err: unknown): boolean {
-  return err instanceof RequestError && err.isNoResponders();
+  if (err instanceof RequestError) return err.isNoResponders();
+  return err instanceof Error && err.cause instanceof RequestError && err.cause.isNoResponders();
 }
 
 export function describe(err: unknown): string {

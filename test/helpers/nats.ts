@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { spawnSubrun, WAIT_MS, type Proc } from './process.ts';
+import { resume, suspend } from './suspend.ts';
 
 /** NATS_SERVER, else nats-server on PATH, else Debian's /usr/sbin/nats-server. */
 export function findNatsServer(): string {
@@ -41,12 +42,19 @@ export function freePort(): Promise<number> {
 export interface Nats {
   readonly url: string;
   readonly port: number;
+  /** The nats-server's own pid (spawned without a shell), the one the signals go to. */
+  readonly pid: number;
   /** Stops it (SIGTERM by default: a SIGKILLed 2.9 may lose its last consumer state). */
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port and store. */
   restart(): Promise<void>;
-  /** Sends it a signal (SIGSTOP / SIGCONT: a server that stalls without dropping connections). */
-  signal(signal: NodeJS.Signals): void;
+  /**
+   * Stalls it without dropping a connection: resolves once every thread is stopped (SIGSTOP's
+   * kill() returns before that, and a thread not yet stopped still acks: suspend.ts).
+   */
+  suspend(): Promise<void>;
+  /** Lets a stalled server go on (SIGCONT); nothing if it is not running. */
+  resume(): void;
   /** Stops it and removes its store. */
   dispose(): Promise<void>;
 }
@@ -90,10 +98,17 @@ export async function startNats(): Promise<Nats> {
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    get pid() {
+      return proc?.pid ?? -1;
+    },
     stop,
     restart: launch,
-    signal(signal) {
-      proc?.kill(signal);
+    async suspend() {
+      if (!proc) throw new Error('nats-server is not running');
+      await suspend(proc);
+    },
+    resume() {
+      if (proc && proc.exitCode === null && proc.signalCode === null) resume(proc);
     },
     async dispose() {
       await stop('SIGKILL');

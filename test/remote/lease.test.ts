@@ -11,6 +11,7 @@ import { decide, Lease, LEASE_BUCKET, LEASE_KEY, LeaseHeldError, type LeaseRecor
 import { Latch } from '../../src/remote/wait.ts';
 import { startNats, type Nats } from '../helpers/nats.ts';
 import { call, connectWs, killAll, runSubrun, spawnSubrun, startWsServer, WAIT_MS, type Proc } from '../helpers/process.ts';
+import { resume, suspend } from '../helpers/suspend.ts';
 
 let nats: Nats | undefined;
 afterEach(async () => {
@@ -244,7 +245,7 @@ describe('serve --nats', () => {
     const leader = await startWsServer(lease);
     // Its last start line: stopped before it, the leader would print it on resume.
     await leader.proc.stderr.take((l) => l.startsWith('subrun dashboard: '), WAIT_MS, 'the dashboard line');
-    leader.proc.child.kill('SIGSTOP');
+    await suspend(leader.proc.child);
     let before = leader.proc.stderr.all.length;
     try {
       const standby = spawnSubrun([...PLANE, ...lease, '--standby']);
@@ -252,7 +253,7 @@ describe('serve --nats', () => {
       expect(await servesAfterTakeover(standby)).toMatchObject({ previous: 'lapsed' });
     } finally {
       before = leader.proc.stderr.all.length;
-      leader.proc.child.kill('SIGCONT');
+      resume(leader.proc.child);
     }
     expect(await leader.proc.waitExit()).toEqual({ code: 3, signal: null });
     await leader.proc.stderr.whenEnded();

@@ -18,6 +18,7 @@ import {
   type WireEvent,
   type WsPeer,
 } from '../helpers/process.ts';
+import { resume, suspend } from '../helpers/suspend.ts';
 import { wireEntry } from '../helpers/wire-entry.ts';
 
 let nats: Nats;
@@ -120,7 +121,7 @@ describe('children on workers', () => {
     const w = await startWorker(nats.url);
     const [id] = (await spawn(h, [scriptedTask('watched', [{ op: 'say', text: 'visible' }, { op: 'wait_steer' }])])) as [string];
     await nextEvent(h.peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === id);
-    w.proc.child.kill('SIGSTOP');
+    await suspend(w.proc.child);
     try {
       const list = await call<{ subagents: Array<{ subagent_id: string; status: string }> }>(h.peer, 'subagent.list', { session_id: h.session_id });
       expect(list.subagents.find((s) => s.subagent_id === id)?.status).toBe('running');
@@ -129,7 +130,7 @@ describe('children on workers', () => {
       const replay = await call<{ events: Array<{ type: string }> }>(h.peer, 'session.events.since', { session_id: h.session_id, after_seq: 0 });
       expect(replay.events.map((e) => e.type)).toContain('subagent.text');
     } finally {
-      w.proc.child.kill('SIGCONT');
+      resume(w.proc.child);
     }
   });
 
@@ -162,9 +163,9 @@ describe('children on workers', () => {
     ])) as [string];
     await nextEvent(h.peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === id);
     const s = await steer(h, id, 'wake up');
-    w.proc.child.kill('SIGSTOP');
+    await suspend(w.proc.child);
     const entry = await completeOf(h, id);
-    w.proc.child.kill('SIGCONT');
+    resume(w.proc.child);
     expect(entry).toMatchObject({ status: 'error', exit_reason: 'worker_lost' });
     // The steer was queued and never acknowledged as delivered: it is missed, exactly once.
     expect(entry.missed_steer_detail?.map((d) => d.steer_id)).toEqual([s.steer_id]);

@@ -1,7 +1,7 @@
 // A steer whose publish ack comes too late: the steer may be stored all the same (a stalled server
 // catches up) and the worker may deliver it, so the host is told `queued` with `uncertain`, not an
 // error; it ends delivered (event and transcript) or missed like any other. Real
-// processes: nats-server -js (stalled with SIGSTOP, no connection dropped), a control plane, a worker.
+// processes: nats-server -js (stalled with SIGSTOP, every thread stopped, no connection dropped), a control plane, a worker.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { completionEntrySchema } from '../../src/contract/wire.ts';
 import { startNats, startWorker, type Nats } from '../helpers/nats.ts';
@@ -13,7 +13,7 @@ beforeAll(async () => {
   nats = await startNats();
 });
 afterAll(async () => {
-  nats?.signal('SIGCONT');
+  nats?.resume();
   await killAll();
   await nats?.dispose();
 });
@@ -29,12 +29,13 @@ it('answers a steer whose publish ack is late `queued` and `uncertain`, and acco
   const id = subagent_ids[0] as string;
   await nextEvent(peer, (e) => e.type === 'subagent.text' && e.payload.subagent_id === id);
 
-  nats.signal('SIGSTOP');
+  // Every thread stopped before the steer is sent: a thread still running would ack it (suspend.ts).
+  await nats.suspend();
   let r;
   try {
     r = await request(peer, 'subagent.steer', { session_id, subagent_id: id, text: 'turn left' });
   } finally {
-    nats.signal('SIGCONT');
+    nats.resume();
   }
   expect(r.result).toMatchObject({ status: 'queued', uncertain: true, text: 'turn left' });
   const steer_id = (r.result as { steer_id: string }).steer_id;

@@ -28,7 +28,8 @@ export class ChildMailbox {
   /**
    * Publishes an accepted steer with msgID = steer_id (a retry is deduplicated). No ack within the
    * bound does not mean it is not stored (a stalled server stores it later): unless the publish
-   * surely never left, its outcome is `unknown`, and the steer is accounted like any other.
+   * surely never left (the connection closed) or no stream took it (no responders), its outcome is
+   * `unknown`, and the steer is accounted like any other.
    */
   publish(steer: Steer): Promise<SteerCommit> {
     const { js, nc } = this.#p.link;
