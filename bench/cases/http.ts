@@ -84,7 +84,17 @@ export const httpCase: BenchCase = {
     const stops: Array<() => unknown> = [];
     const rows: Row[] = [];
     try {
-      const sub = await subrunWs(['--max-concurrent-children', '1024', '--max-queued-steers', '100000', '--max-queued-steer-bytes', String(256 * 1024 * 1024)]);
+      // --max-message-bytes: the full size's spawn (40,000 scripted steps) is past the default 1 MiB.
+      const sub = await subrunWs([
+        '--max-concurrent-children',
+        '1024',
+        '--max-queued-steers',
+        '100000',
+        '--max-queued-steer-bytes',
+        String(256 * 1024 * 1024),
+        '--max-message-bytes',
+        String(16 * 1024 * 1024),
+      ]);
       procs.push(sub.proc);
       const port = Number(new URL(sub.url).port);
       const tasks = JSON.stringify({
