@@ -24,7 +24,7 @@ function server(metrics = false): RpcServer {
 /** An answer's value, whether the method answered an object or its text. */
 async function valueOf(answer: unknown): Promise<unknown> {
   const v: unknown = await answer;
-  return v instanceof JsonText ? JSON.parse(v.text) : v;
+  return v instanceof JsonText ? v.parse() : v;
 }
 
 async function session(s: RpcServer): Promise<{ session_id: string; session_key: string }> {

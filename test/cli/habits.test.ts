@@ -17,19 +17,8 @@ async function session(server: WsServer): Promise<{ session_id: string; session_
   return JSON.parse(created.stdout) as { session_id: string; session_key: string };
 }
 
-async function spawnScripted(server: WsServer, s: { session_id: string; session_key: string }, goal: string): Promise<string> {
-  const tasks = [
-    {
-      goal,
-      agent: {
-        kind: 'scripted',
-        steps: [
-          { op: 'say', text: `${goal} says hi` },
-          { op: 'finish', summary: `${goal} done` },
-        ],
-      },
-    },
-  ];
+/** `subrun call delegation.spawn` with the session's id and key; the first child's id. */
+async function spawnVia(server: WsServer, s: { session_id: string; session_key: string }, tasks: unknown[]): Promise<string> {
   const r = await runSubrun([
     'call',
     'delegation.spawn',
@@ -45,6 +34,22 @@ async function spawnScripted(server: WsServer, s: { session_id: string; session_
   ]);
   expect(r.code, r.stderr).toBe(0);
   return (JSON.parse(r.stdout) as { subagent_ids: string[] }).subagent_ids[0] ?? '';
+}
+
+async function spawnScripted(server: WsServer, s: { session_id: string; session_key: string }, goal: string): Promise<string> {
+  const tasks = [
+    {
+      goal,
+      agent: {
+        kind: 'scripted',
+        steps: [
+          { op: 'say', text: `${goal} says hi` },
+          { op: 'finish', summary: `${goal} done` },
+        ],
+      },
+    },
+  ];
+  return spawnVia(server, s, tasks);
 }
 
 const watchArgs = (server: WsServer, s: { session_id: string; session_key: string }, ...extra: string[]) => [
@@ -118,20 +123,7 @@ describe('logs', () => {
     const server = await startWsServer(['--no-state', '--log-level', 'info', '--log-format', format, '--base-url', model.url, '--model', 'fake']);
     const s = await session(server);
     const tasks = [{ goal: 'on the model', agent: { kind: 'openai' } }];
-    const r = await runSubrun([
-      'call',
-      'delegation.spawn',
-      JSON.stringify({ tasks }),
-      '--url',
-      server.url,
-      '--token',
-      server.token,
-      '--session',
-      s.session_id,
-      '--key',
-      s.session_key,
-    ]);
-    expect(r.code, r.stderr).toBe(0);
+    await spawnVia(server, s, tasks);
     const line = await server.proc.stderr.take((l) => l.includes('model request failed; retrying'), WAIT_MS, 'the retry line');
     if (format === 'pretty') {
       expect(line).toMatch(

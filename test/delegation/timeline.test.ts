@@ -24,6 +24,28 @@ function reaches(runtime: Runtime, id: string, type: string): Promise<void> {
   });
 }
 
+/** Two children of `o`: one parked in `hang` (takes no steer), one already finished. */
+async function hangingAndDone(runtime: Runtime, o: Owner): Promise<{ hangs: string; done: string; results: Promise<unknown> }> {
+  const doneFinished = new Promise<void>((resolve) => {
+    const off = runtime.onOwnedEvent((e) => {
+      if (e.type === 'subagent.complete' && e.goal === 'done') {
+        off();
+        resolve();
+      }
+    });
+  });
+  const { subagent_ids, results } = runtime.delegate(
+    [
+      { goal: 'hangs', runner: scripted([{ op: 'hang' }]) },
+      { goal: 'done', runner: scripted([{ op: 'finish', summary: 'x' }]) },
+    ],
+    { owner: o },
+  );
+  const [hangs, done] = subagent_ids as [string, string];
+  await doneFinished;
+  return { hangs, done, results };
+}
+
 describe('the runtime timeline', () => {
   it('tells a tree: tree order, times, a delivered, a missed and a rejected steer, interrupt marks', async () => {
     const runtime = createRuntime({ max_spawn_depth: 2 });
@@ -127,23 +149,7 @@ describe('the runtime timeline', () => {
   it(`keeps at most ${MAX_TIMELINE_STEERS} steers a session, the oldest settled one leaving first`, async () => {
     const runtime = createRuntime();
     const o = owner('ses_bound');
-    const doneFinished = new Promise<void>((resolve) => {
-      const off = runtime.onOwnedEvent((e) => {
-        if (e.type === 'subagent.complete' && e.goal === 'done') {
-          off();
-          resolve();
-        }
-      });
-    });
-    const { subagent_ids, results } = runtime.delegate(
-      [
-        { goal: 'hangs', runner: scripted([{ op: 'hang' }]) },
-        { goal: 'done', runner: scripted([{ op: 'finish', summary: 'x' }]) },
-      ],
-      { owner: o },
-    );
-    const [hangs, done] = subagent_ids as [string, string];
-    await doneFinished;
+    const { hangs, done, results } = await hangingAndDone(runtime, o);
     const first = runtime.scoped.steer(scope(o), hangs, 'oldest, still queued');
     expect(first.status).toBe('queued');
     for (let i = 0; i < MAX_TIMELINE_STEERS; i++) expect(runtime.scoped.steer(scope(o), done, `late ${i}`).status).toBe('rejected');
@@ -162,23 +168,7 @@ describe('the runtime timeline', () => {
   it(`records a refused steer even when the ${MAX_TIMELINE_STEERS} kept are all still queued (the oldest goes)`, async () => {
     const runtime = createRuntime({ max_queued_steers: MAX_TIMELINE_STEERS + 10 });
     const o = owner('ses_full');
-    const doneFinished = new Promise<void>((resolve) => {
-      const off = runtime.onOwnedEvent((e) => {
-        if (e.type === 'subagent.complete' && e.goal === 'done') {
-          off();
-          resolve();
-        }
-      });
-    });
-    const { subagent_ids, results } = runtime.delegate(
-      [
-        { goal: 'hangs', runner: scripted([{ op: 'hang' }]) },
-        { goal: 'done', runner: scripted([{ op: 'finish', summary: 'x' }]) },
-      ],
-      { owner: o },
-    );
-    const [hangs, done] = subagent_ids as [string, string];
-    await doneFinished;
+    const { hangs, done, results } = await hangingAndDone(runtime, o);
     for (let i = 0; i < MAX_TIMELINE_STEERS; i++) expect(runtime.scoped.steer(scope(o), hangs, `queued ${i}`).status).toBe('queued');
     expect(runtime.scoped.steer(scope(o), done, 'too late').status).toBe('rejected');
     const t = runtime.scoped.timeline(scope(o));
