@@ -9,7 +9,7 @@
 // server goes first, and the figures are medians over rounds (latencies: percentiles over all
 // round trips of all rounds).
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
-import { lspClient, ndjsonClient, pipelined, sequential, startProcess, type RpcClient, type ServerProcess } from '../lib/rpc.ts';
+import { lspClient, ndjsonClient, pipelined, sequential, startProcess, type PipelinedResult, type RpcClient, type ServerProcess } from '../lib/rpc.ts';
 import { median, percentile, row, type Row } from '../lib/stats.ts';
 import { sessionWithChildren, subrunStdio } from '../lib/subrun.ts';
 
@@ -19,6 +19,10 @@ const INFLIGHT = 64;
 export interface Target {
   readonly name: string;
   readonly call: () => Promise<unknown>;
+  /** Pipelined load with a lean client (see RpcClient.flood); `call` drives it when absent. */
+  readonly flood?: (inflight: number, durationMs: number) => Promise<PipelinedResult & { readonly clientCoreShare?: number }>;
+  /** The server process's CPU so far, µs: read around each pipelined run. */
+  readonly cpu?: () => number;
 }
 
 export interface WireSizes {
@@ -37,6 +41,10 @@ export const WIRE_SIZES = {
 
 export interface WireFigures {
   readonly ops: Map<string, number>;
+  /** Server CPU per pipelined request, µs (median over rounds), for targets with `cpu`. */
+  readonly cpuPerOp: Map<string, number>;
+  /** The client's highest share of a core in any pipelined run (near 1: the figure is the client's). */
+  readonly clientShare: Map<string, number>;
   readonly p50: Map<string, number>;
   readonly p99: Map<string, number>;
   readonly log: string[];
@@ -44,30 +52,51 @@ export interface WireFigures {
 
 /** Warms every target up, then runs the rounds; returns medians and pooled percentiles. */
 export async function measureTargets(targets: readonly Target[], sizes: WireSizes, log: (m: string) => void): Promise<WireFigures> {
-  for (const t of targets) await pipelined(t.call, INFLIGHT, sizes.warmupMs, 1e7);
+  const load = (t: Target, ms: number): Promise<PipelinedResult & { readonly clientCoreShare?: number }> =>
+    t.flood ? t.flood(INFLIGHT, ms) : pipelined(t.call, INFLIGHT, ms, 1e7);
+  for (const t of targets) await load(t, sizes.warmupMs);
   const ops = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+  const cpu = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+  const share = new Map<string, number>();
   const lat = new Map<string, number[]>(targets.map((t) => [t.name, []]));
   for (let r = 0; r < sizes.rounds; r++) {
     const order = targets.map((_, i) => targets[(i + r) % targets.length] as Target);
     for (const t of order) {
-      const p = await pipelined(t.call, INFLIGHT, sizes.pipelinedMs, 1e7);
+      const cpu0 = t.cpu?.() ?? 0;
+      const p = await load(t, sizes.pipelinedMs);
+      if (t.cpu) cpu.get(t.name)?.push((t.cpu() - cpu0) / Math.max(1, p.completed));
+      if (p.clientCoreShare !== undefined) share.set(t.name, Math.max(share.get(t.name) ?? 0, p.clientCoreShare));
       ops.get(t.name)?.push(p.opsPerSec);
       const s = await sequential(t.call, sizes.sequentialCount, sizes.sequentialMs);
       lat.get(t.name)?.push(...s.latencies);
     }
   }
-  const out: WireFigures = { ops: new Map(), p50: new Map(), p99: new Map(), log: [] };
+  const out: WireFigures = { ops: new Map(), cpuPerOp: new Map(), clientShare: share, p50: new Map(), p99: new Map(), log: [] };
   for (const t of targets) {
     const o = ops.get(t.name) as number[];
     const l = lat.get(t.name) as number[];
+    const c = cpu.get(t.name) as number[];
     out.ops.set(t.name, median(o));
+    if (c.length > 0) out.cpuPerOp.set(t.name, median(c));
     out.p50.set(t.name, percentile(l, 50));
     out.p99.set(t.name, percentile(l, 99));
+    const cpuNote = c.length > 0 ? `; server ${median(c).toFixed(1)} µs CPU/req` : '';
+    const shareNote = share.has(t.name) ? `; client at most ${((share.get(t.name) ?? 0) * 100).toFixed(0)}% of a core` : '';
     log(
-      `${t.name}: ${o.map((x) => x.toFixed(0)).join(' ')} req/s; rtt p50 ${percentile(l, 50).toFixed(0)} µs p99 ${percentile(l, 99).toFixed(0)} µs (${l.length} round trips)`,
+      `${t.name}: ${o.map((x) => x.toFixed(0)).join(' ')} req/s${cpuNote}${shareNote}; rtt p50 ${percentile(l, 50).toFixed(0)} µs p99 ${percentile(l, 99).toFixed(0)} µs (${l.length} round trips)`,
     );
   }
   return out;
+}
+
+function target(name: string, client: RpcClient, proc: ServerProcess, params: Record<string, unknown>): Target {
+  const flood = client.flood;
+  return {
+    name,
+    call: () => client.call('subagent.list', params),
+    cpu: () => proc.cpu(),
+    ...(flood ? { flood: (inflight: number, ms: number) => flood('subagent.list', params, inflight, ms) } : {}),
+  };
 }
 
 export const rpcStdioCase: BenchCase = {
@@ -104,15 +133,15 @@ export const rpcStdioCase: BenchCase = {
       if (same.some((t) => t !== resultText)) throw new Error('baseline servers do not answer the same result');
 
       const f = await measureTargets(
-        [
-          { name: 'subrun', call: () => sub.client.call('subagent.list', params) },
-          { name: 'ndjson-bare', call: () => bareClient.call('subagent.list', params) },
-          { name: 'vscode-jsonrpc', call: () => vsClient.call('subagent.list', params) },
-        ],
+        [target('subrun', sub.client, sub.proc, params), target('ndjson-bare', bareClient, bare, params), target('vscode-jsonrpc', vsClient, vs, params)],
         sizes,
         (m) => opts.log(`rpc-stdio: ${m}`),
       );
       const g = (m: Map<string, number>, k: string) => m.get(k) as number;
+      const clientNote = (k: string) => {
+        const sh = f.clientShare.get(k) ?? 0;
+        return `client at most ${(sh * 100).toFixed(0)}% of a core${sh >= 0.9 ? ' (client-bound)' : ''}`;
+      };
       return [
         row({
           case: 'rpc.stdio.pipelined',
@@ -121,7 +150,15 @@ export const rpcStdioCase: BenchCase = {
           baseline: g(f.ops, 'ndjson-bare'),
           baseline_unit: 'req/s (bare NDJSON)',
           goal: '>= 0.6',
-          note: `${INFLIGHT} in flight, ${resultText.length}-byte result`,
+          note: `${INFLIGHT} in flight, ${resultText.length}-byte result; ${clientNote('subrun')}`,
+        }),
+        row({
+          case: 'rpc.stdio.cpu_per_req',
+          figure: g(f.cpuPerOp, 'subrun'),
+          unit: 'µs CPU/req',
+          baseline: g(f.cpuPerOp, 'ndjson-bare'),
+          baseline_unit: 'µs CPU/req (bare NDJSON)',
+          note: `vscode-jsonrpc ${g(f.cpuPerOp, 'vscode-jsonrpc').toFixed(1)} µs CPU/req, in the pipelined rounds`,
         }),
         row({
           case: 'rpc.stdio.pipelined.vs_vscode',
@@ -130,6 +167,7 @@ export const rpcStdioCase: BenchCase = {
           baseline: g(f.ops, 'vscode-jsonrpc'),
           baseline_unit: 'req/s (vscode-jsonrpc)',
           goal: '>= 3',
+          note: clientNote('vscode-jsonrpc'),
         }),
         row({
           case: 'rpc.stdio.rtt_p50',

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
+import { FloodRun, requestText, type Flood } from './flood.ts';
 import { percentile } from './stats.ts';
 
 /** The project's root: the first directory up from here with package.json (the cases also run compiled, from .bench-build/). */
@@ -24,6 +25,13 @@ export type Call = (method: string, params: Record<string, unknown>) => Promise<
 
 export interface RpcClient {
   readonly call: Call;
+  /**
+   * Pipelined load with the client's own cost kept small (stdio clients only): requests are framed
+   * by string concatenation and replies are counted by their framing, not parsed, except one in
+   * FLOOD_CHECK_EVERY, which must be a result. With a full parse per 2.4 KB reply the client spent
+   * more CPU per reply than the servers it measured, and its throughput was the figure.
+   */
+  readonly flood?: Flood;
   /** Notifications (events) as they arrive. */
   onNotify?: (message: { method: string; params: unknown }) => void;
   close(): Promise<void>;
@@ -135,6 +143,7 @@ export function ndjsonClient(proc: ServerProcess): RpcClient {
   const { stdin, stdout } = proc.child;
   if (!stdin || !stdout) throw new Error('process has no stdio pipes');
   let rest = '';
+  let flooding: FloodRun | undefined;
   stdout.setEncoding('utf8');
   stdout.on('data', (chunk: string) => {
     let start = 0;
@@ -142,18 +151,35 @@ export function ndjsonClient(proc: ServerProcess): RpcClient {
     for (;;) {
       const nl = text.indexOf('\n', start);
       if (nl < 0) break;
-      const line = text.slice(start, nl);
+      const from = start;
       start = nl + 1;
-      if (line.length > 0) m.receive(line);
+      if (nl === from) continue;
+      if (flooding === undefined) m.receive(text.slice(from, nl));
+      else flooding.replied(flooding.checkNext ? text.slice(from, nl) : undefined);
     }
     rest = text.slice(start);
   });
-  proc.child.once('exit', () => m.failAll(new Error('server exited')));
+  proc.child.once('exit', () => {
+    m.failAll(new Error('server exited'));
+    flooding?.failed(new Error('server exited'));
+  });
   const client: RpcClient = {
     call(method, params) {
       const f = m.frame(method, params);
       stdin.write(`${f.text}\n`);
       return f.done;
+    },
+    async flood(method, params, inflight, durationMs) {
+      if (m.pending.size > 0) throw new Error('flood: calls are still pending');
+      const text = requestText(method, params);
+      // Ids far above the matcher's, so a stray reply can never resolve one of its calls.
+      const base = 1e9;
+      flooding = new FloodRun((id) => stdin.write(`${text(base + id)}\n`), inflight);
+      try {
+        return await flooding.run(durationMs);
+      } finally {
+        flooding = undefined;
+      }
     },
     async close() {
       await proc.stop();
@@ -173,6 +199,7 @@ export function lspClient(proc: ServerProcess): RpcClient {
   const { stdin, stdout } = proc.child;
   if (!stdin || !stdout) throw new Error('process has no stdio pipes');
   let buf: Buffer = Buffer.alloc(0);
+  let flooding: FloodRun | undefined;
   stdout.on('data', (chunk: Buffer) => {
     buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
     for (;;) {
@@ -180,16 +207,33 @@ export function lspClient(proc: ServerProcess): RpcClient {
       if (end < 0) return;
       const len = Number(/Content-Length: *(\d+)/i.exec(buf.subarray(0, end).toString('latin1'))?.[1]);
       if (buf.length < end + 4 + len) return;
-      m.receive(buf.subarray(end + 4, end + 4 + len).toString('utf8'));
+      const body = buf.subarray(end + 4, end + 4 + len);
+      if (flooding === undefined) m.receive(body.toString('utf8'));
+      else flooding.replied(flooding.checkNext ? body.toString('utf8') : undefined);
       buf = buf.subarray(end + 4 + len);
     }
   });
-  proc.child.once('exit', () => m.failAll(new Error('server exited')));
+  proc.child.once('exit', () => {
+    m.failAll(new Error('server exited'));
+    flooding?.failed(new Error('server exited'));
+  });
+  const lspFrame = (text: string) => `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
   const client: RpcClient = {
     call(method, params) {
       const f = m.frame(method, params);
-      stdin.write(`Content-Length: ${Buffer.byteLength(f.text)}\r\n\r\n${f.text}`);
+      stdin.write(lspFrame(f.text));
       return f.done;
+    },
+    async flood(method, params, inflight, durationMs) {
+      if (m.pending.size > 0) throw new Error('flood: calls are still pending');
+      const text = requestText(method, params);
+      const base = 1e9;
+      flooding = new FloodRun((id) => stdin.write(lspFrame(text(base + id))), inflight);
+      try {
+        return await flooding.run(durationMs);
+      } finally {
+        flooding = undefined;
+      }
     },
     async close() {
       await proc.stop();
