@@ -12,19 +12,21 @@ import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { sequential, startProcess, wsClient, type RpcClient, type ServerProcess } from '../lib/rpc.ts';
-import { median, row, type Row } from '../lib/stats.ts';
+import { median, percentile, row, type Row } from '../lib/stats.ts';
 import { connectWs, subrunWs } from '../lib/subrun.ts';
 import { startNats, type Nats } from '../../test/helpers/nats.ts';
 
 interface Sizes {
+  /** Steers per loop in all; the loops run interleaved in `rounds`. */
   readonly steers: number;
+  readonly rounds: number;
   readonly spawns: number;
   readonly children: number;
 }
 const SIZES = {
-  full: { steers: 2000, spawns: 40, children: 400 },
-  quick: { steers: 500, spawns: 15, children: 100 },
-  tiny: { steers: 20, spawns: 2, children: 6 },
+  full: { steers: 2000, rounds: 8, spawns: 40, children: 400 },
+  quick: { steers: 600, rounds: 4, spawns: 15, children: 200 },
+  tiny: { steers: 20, rounds: 1, spawns: 2, children: 6 },
 };
 
 /** utime + stime of a process, in ms (from /proc; 10 ms ticks). */
@@ -32,6 +34,24 @@ function cpuMs(pid: number | undefined): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * Runs each loop `count` times in all, sequential round trips, interleaved: `rounds` rounds, each
+ * a share of every loop, in an order that rotates by round. Latencies in µs, pooled per loop.
+ */
+async function interleaved<K extends string>(loops: Record<K, () => Promise<unknown>>, count: number, rounds: number): Promise<Map<K, number[]>> {
+  const names = Object.keys(loops) as K[];
+  const out = new Map<K, number[]>(names.map((k) => [k, []]));
+  const per = Math.max(1, Math.ceil(count / rounds));
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < names.length; i++) {
+      const k = names[(i + r) % names.length] as K;
+      const s = await sequential(loops[k], per, 20_000);
+      out.get(k)?.push(...s.latencies);
+    }
+  }
+  return out;
 }
 
 interface Plane {
@@ -97,20 +117,13 @@ export const scaleOutCase: BenchCase = {
       procs.push(local.proc);
       clients.push(local.client);
 
-      // (1) The steer's queued reply, and the two parts it cannot do without.
+      // (1) The steer's queued reply, and the two parts it cannot do without. All four loops are
+      // set up first and then run interleaved, in rounds that rotate their order: run one after
+      // the other, a busy spell of this shared machine landed on one side of the ratio only.
       const rid = await spawnOne(remote, [{ op: 'hang' }]);
       await remote.next('subagent.start', rid);
-      const steerRemote = await sequential(
-        () => remote.client.call('subagent.steer', { session_id: remote.session_id, subagent_id: rid, text: 'steer' }),
-        sizes.steers,
-        20_000,
-      );
       const lid = await spawnOne(local, [{ op: 'hang' }]);
-      const steerLocal = await sequential(
-        () => local.client.call('subagent.steer', { session_id: local.session_id, subagent_id: lid, text: 'steer' }),
-        sizes.steers,
-        20_000,
-      );
+      await local.next('subagent.start', lid);
 
       const bare = startProcess(['--import', 'tsx', 'bench/servers/ws-bare.ts'], {
         BENCH_RESULT: JSON.stringify({ status: 'queued', subagent_id: rid, text: 'steer', steer_id: 'st_000000000000' }),
@@ -120,15 +133,25 @@ export const scaleOutCase: BenchCase = {
       const [first] = (await once(bare.child.stdout as NodeJS.ReadableStream, 'data')) as [string];
       const bareClient = await wsClient(`ws://127.0.0.1:${/listening (\d+)/.exec(first)?.[1]}/`);
       clients.push(bareClient);
-      const wsRtt = await sequential(() => bareClient.call('subagent.steer', { session_id: 'x', subagent_id: rid, text: 'steer' }), sizes.steers, 20_000);
 
       const nc = await connect({ servers: nats.url });
       const jsm = await jetstreamManager(nc);
       await jsm.streams.add({ name: 'BENCH', subjects: ['bench.>'], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
       const js = jetstream(nc);
       let n = 0;
-      const pubAck = await sequential(() => js.publish('bench.steer', '{"steer_id":"st","text":"steer","seq":1}', { msgID: `m${++n}` }), sizes.steers, 20_000);
+      const steerLoops = {
+        remote: () => remote.client.call('subagent.steer', { session_id: remote.session_id, subagent_id: rid, text: 'steer' }),
+        local: () => local.client.call('subagent.steer', { session_id: local.session_id, subagent_id: lid, text: 'steer' }),
+        ws: () => bareClient.call('subagent.steer', { session_id: 'x', subagent_id: rid, text: 'steer' }),
+        ack: () => js.publish('bench.steer', '{"steer_id":"st","text":"steer","seq":1}', { msgID: `m${++n}` }),
+      };
+      const lat = await interleaved(steerLoops, sizes.steers, sizes.rounds);
       await nc.close();
+      const p50 = (k: keyof typeof steerLoops) => percentile(lat.get(k) ?? [], 50);
+      const steerRemote = { p50: p50('remote') };
+      const steerLocal = { p50: p50('local') };
+      const wsRtt = { p50: p50('ws') };
+      const pubAck = { p50: p50('ack') };
       opts.log(
         `scale-out: steer p50 remote ${steerRemote.p50.toFixed(0)} µs, local ${steerLocal.p50.toFixed(0)} µs, bare ws ${wsRtt.p50.toFixed(0)} µs, publish-ack ${pubAck.p50.toFixed(0)} µs`,
       );
@@ -155,22 +178,34 @@ export const scaleOutCase: BenchCase = {
         { op: 'say', text: 'done' },
         { op: 'finish', summary: 'ok' },
       ];
-      const cpuPerChild = async (p: Plane): Promise<number> => {
+      // One batch of up to 50 children, spawn to the last entry; returns the plane's CPU, ms.
+      const batchCpu = async (p: Plane, size: number): Promise<number> => {
         const before = cpuMs(p.proc.child.pid);
-        let left = sizes.children;
-        while (left > 0) {
+        const r = (await p.client.call('delegation.spawn', {
+          session_id: p.session_id,
+          tasks: Array.from({ length: size }, () => ({ goal: 'cpu', agent: { kind: 'scripted', steps } })),
+        })) as { subagent_ids: string[] };
+        await Promise.all(r.subagent_ids.map((id) => p.next('subagent.complete', id)));
+        return cpuMs(p.proc.child.pid) - before;
+      };
+      // Both planes' batches alternate (which goes first alternates too), for the same reason.
+      const cpuPerChild = async (a: Plane, b: Plane): Promise<[number, number]> => {
+        let cpuA = 0;
+        let cpuB = 0;
+        for (let left = sizes.children, k = 0; left > 0; k++) {
           const size = Math.min(left, 50);
-          const r = (await p.client.call('delegation.spawn', {
-            session_id: p.session_id,
-            tasks: Array.from({ length: size }, () => ({ goal: 'cpu', agent: { kind: 'scripted', steps } })),
-          })) as { subagent_ids: string[] };
-          await Promise.all(r.subagent_ids.map((id) => p.next('subagent.complete', id)));
+          if (k % 2 === 0) {
+            cpuA += await batchCpu(a, size);
+            cpuB += await batchCpu(b, size);
+          } else {
+            cpuB += await batchCpu(b, size);
+            cpuA += await batchCpu(a, size);
+          }
           left -= size;
         }
-        return (cpuMs(p.proc.child.pid) - before) / sizes.children;
+        return [cpuA / sizes.children, cpuB / sizes.children];
       };
-      const cpuRemote = await cpuPerChild(remote);
-      const cpuLocal = await cpuPerChild(local);
+      const [cpuRemote, cpuLocal] = await cpuPerChild(remote, local);
       const carried = cpuRemote > 0 ? Math.floor(1000 / cpuRemote) : 0;
       opts.log(`scale-out: control-plane CPU per child remote ${cpuRemote.toFixed(3)} ms, local ${cpuLocal.toFixed(3)} ms`);
       // (3b) The same with a state directory on both (the default of `serve --ws`): the remote
@@ -185,8 +220,7 @@ export const scaleOutCase: BenchCase = {
       const durableLocal = await plane(['--state-dir', stateDir()]);
       procs.push(durableLocal.proc);
       clients.push(durableLocal.client);
-      const cpuDurableRemote = await cpuPerChild(durableRemote);
-      const cpuDurableLocal = await cpuPerChild(durableLocal);
+      const [cpuDurableRemote, cpuDurableLocal] = await cpuPerChild(durableRemote, durableLocal);
       opts.log(`scale-out: with a state directory, remote ${cpuDurableRemote.toFixed(3)} ms, local ${cpuDurableLocal.toFixed(3)} ms`);
 
       return [

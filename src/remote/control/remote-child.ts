@@ -92,8 +92,12 @@ export class RemoteChild implements RemoteChildHandle {
   publishSteer(steer: Steer): void {
     void this.#mailbox.publish(steer).then((commit) => {
       if (commit === 'refused') return;
+      // One notice until the worker asks: it takes every waiting steer with one receipt, so a
+      // notice per steer only woke it (and a NATS write) for nothing while its child was busy;
+      // a lost notice is sent again by the heartbeats (bench: remote.steer_queued_p50).
+      const told = this.#ledger.waiting;
       this.#ledger.published();
-      this.#notify();
+      if (!told) this.#notify();
     });
   }
 
