@@ -14,6 +14,8 @@ export interface QueuedChild {
 /** Below this many dead entries the line is never rebuilt (a rebuild copies the line). */
 const MIN_DEAD_TO_COMPACT = 64;
 
+const NOTHING_HELD: Promise<unknown> = Promise.resolve();
+
 export class ChildQueue {
   readonly #pq: PQueue;
   /**
@@ -24,6 +26,12 @@ export class ChildQueue {
   #head = 0;
   /** Entries in the line whose child already finished without starting. */
   #dead = 0;
+  /**
+   * What p-queue runs for every child: it starts tasks in the order they were added, as the line
+   * holds them, so one function made per queue finds its child at the head (a closure per child
+   * was kept alive for as long as it waited: bench delegation.per_child).
+   */
+  readonly #next = (): Promise<unknown> => this.#start();
 
   constructor(concurrency: number) {
     this.#pq = new PQueue({ concurrency });
@@ -37,7 +45,7 @@ export class ChildQueue {
   add(live: QueuedChild): void {
     this.#line.push(live);
     live.queue = this;
-    void this.#pq.add(() => this.#start(live));
+    void this.#pq.add(this.#next);
   }
 
   /** A child in this line finished before its turn (stopped while queued). */
@@ -46,8 +54,10 @@ export class ChildQueue {
     if (this.#dead >= MIN_DEAD_TO_COMPACT && this.#dead * 2 > this.#line.length - this.#head) this.#compact();
   }
 
-  #start(live: QueuedChild): Promise<unknown> {
-    // FIFO: the child starting is the one at the head of the line.
+  #start(): Promise<unknown> {
+    // FIFO: the child starting is the one at the head of the line (every task added has its place).
+    const live = this.#line[this.#head];
+    if (live === undefined) return NOTHING_HELD; // never: each task p-queue runs was added with its child
     this.#line[this.#head++] = undefined;
     if (live.record.finished) this.#dead--;
     if (this.#head >= 1024 && this.#head * 2 >= this.#line.length) {
