@@ -20,6 +20,11 @@ const NO_BYTES = Buffer.alloc(0);
 const FIRST_BYTES = 64;
 /** Buffer.allocUnsafe serves sizes up to half its pool from the pool. */
 const POOLED_BYTES = Buffer.poolSize >>> 1;
+/** Text kept unencoded before the first buffer, in UTF-16 units (a quiet child's two lines fit). */
+const PENDING_CHARS = 256;
+
+const isHigh = (c: number): boolean => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c: number): boolean => c >= 0xdc00 && c <= 0xdfff;
 
 export class Transcript {
   readonly #capacity: number;
@@ -27,6 +32,12 @@ export class Transcript {
   #buf: Buffer;
   /** Total bytes ever written; the byte at absolute position p lives at p % capacity once full. */
   #written = 0;
+  /**
+   * What was appended before the first buffer, not yet encoded: a child nobody reads (most, when
+   * no one tails it) never encodes its `[start]` and end lines, nor allocates a buffer for them
+   * (bench: delegation.per_child). Encoded, as one text, before anything else is read or written.
+   */
+  #pending = '';
 
   constructor(capacity: number = TAIL_WINDOW_BYTES) {
     this.#capacity = capacity;
@@ -34,11 +45,21 @@ export class Transcript {
   }
 
   get offset(): number {
+    this.#flush();
     return this.#written;
   }
 
   append(text: string): void {
     if (text.length === 0) return;
+    if (this.#holds(text)) {
+      this.#pending += text;
+      return;
+    }
+    this.#flush();
+    this.#encode(text);
+  }
+
+  #encode(text: string): void {
     // No fresh array per append: UTF-8 takes at most 3 bytes per UTF-16 unit, so a text that surely
     // fits before the end (or the wrap point) is encoded in place, and one that may not goes through
     // a shared scratch (safe: this is synchronous).
@@ -59,6 +80,11 @@ export class Transcript {
   }
 
   appendNewline(): void {
+    if (this.#holds('\n')) {
+      this.#pending += '\n';
+      return;
+    }
+    this.#flush();
     const cap = this.#capacity;
     this.#ensure(Math.min(cap, this.#written + 1));
     this.#buf[this.#buf.length < cap ? this.#written : this.#written % cap] = 0x0a;
@@ -66,6 +92,7 @@ export class Transcript {
   }
 
   appendBytes(bytes: Uint8Array): void {
+    this.#flush();
     const cap = this.#capacity;
     let src = bytes;
     if (src.length >= cap) {
@@ -92,6 +119,7 @@ export class Transcript {
    * asked for already left the window. The text never starts inside a multi-byte character.
    */
   read(since?: number): TailSlice {
+    this.#flush();
     const end = this.#written;
     const windowStart = Math.max(0, end - this.#capacity);
     const asked = since === undefined ? 0 : Math.min(Math.max(0, Math.floor(since)), end);
@@ -101,6 +129,24 @@ export class Transcript {
     // Skip UTF-8 continuation bytes (10xxxxxx) at the cut: their lead byte is gone.
     while (skip < bytes.length && skip < 3 && ((bytes[skip] ?? 0) & 0xc0) === 0x80) skip++;
     return { text: decoder.decode(bytes.subarray(skip)), truncated: asked < windowStart, offset: end };
+  }
+
+  /**
+   * Whether `text` joins the unencoded text: only before the first buffer, within its bound, and
+   * never where the join would pair two halves of a surrogate (encoded apart, each is U+FFFD).
+   */
+  #holds(text: string): boolean {
+    if (this.#buf.length !== 0 || this.#pending.length + text.length > PENDING_CHARS) return false;
+    const p = this.#pending;
+    return p === '' || !(isHigh(p.charCodeAt(p.length - 1)) && isLow(text.charCodeAt(0)));
+  }
+
+  /** Encodes the unencoded text, if any, as one append. */
+  #flush(): void {
+    const text = this.#pending;
+    if (text === '') return;
+    this.#pending = '';
+    this.#encode(text);
   }
 
   #slice(start: number, end: number): Uint8Array {

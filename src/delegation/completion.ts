@@ -45,6 +45,24 @@ export function buildCompletionEntry(input: EntryInput): CompletionEntry {
       error = error ? `${error} ${note}` : note;
     }
   }
+  const tokens = { input: input.tokens?.input ?? 0, output: input.tokens?.output ?? 0 };
+  const tool_trace = input.tool_trace === undefined || input.tool_trace.length === 0 ? [] : input.tool_trace.map((t) => ({ tool: t.tool, status: t.status }));
+  if (error === undefined && missed === undefined && input.revivable === undefined && input.revived_from === undefined) {
+    // The common entry (completed, nothing missed) as one literal with the same keys in the same
+    // order: the conditional spreads below copy an object each (bench: delegation.per_child).
+    return {
+      task_index: input.task_index,
+      subagent_id: input.subagent_id,
+      status: input.status,
+      exit_reason: input.exit_reason ?? input.status,
+      summary,
+      api_calls: input.api_calls ?? 0,
+      duration_seconds: Math.max(0, input.duration_seconds),
+      model: input.model,
+      tokens,
+      tool_trace,
+    };
+  }
   return {
     task_index: input.task_index,
     subagent_id: input.subagent_id,
@@ -55,8 +73,8 @@ export function buildCompletionEntry(input: EntryInput): CompletionEntry {
     api_calls: input.api_calls ?? 0,
     duration_seconds: Math.max(0, input.duration_seconds),
     model: input.model,
-    tokens: { input: input.tokens?.input ?? 0, output: input.tokens?.output ?? 0 },
-    tool_trace: (input.tool_trace ?? []).map((t) => ({ tool: t.tool, status: t.status })),
+    tokens,
+    tool_trace,
     ...(missed !== undefined ? { missed_steer: missed, ...(input.missed_detail ? { missed_steer_detail: input.missed_detail } : {}) } : {}),
     ...(input.revivable !== undefined ? { revivable: input.revivable } : {}),
     ...(input.revived_from !== undefined ? { revived_from: input.revived_from } : {}),

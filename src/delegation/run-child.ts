@@ -228,7 +228,9 @@ function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext): vo
 }
 
 /** The entry's missed_steer texts and their detail; `maybe` names steers a lost runner may have delivered. */
-function missedOf(steers: readonly Steer[], maybe?: ReadonlySet<string>): { missed: string[]; missed_detail: MissedSteer[] } {
+function missedOf(steers: readonly Steer[], maybe?: ReadonlySet<string>): { missed: string[] | undefined; missed_detail: MissedSteer[] | undefined } {
+  // Most children miss nothing: no arrays made for them (an entry treats none and empty alike).
+  if (steers.length === 0) return NOTHING_MISSED;
   return {
     missed: steers.map((s) => s.text),
     missed_detail: steers.map((s) => {
@@ -238,8 +240,11 @@ function missedOf(steers: readonly Steer[], maybe?: ReadonlySet<string>): { miss
   };
 }
 
+const NOTHING_MISSED = { missed: undefined, missed_detail: undefined };
+
 function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: Decision, missed: readonly Steer[]): CompletionEntry {
   const outcome = settled.kind === 'returned' ? settled.outcome : undefined;
+  const m = missedOf(missed, settled.kind === 'threw' && settled.error instanceof RunnerLostError ? settled.error.maybe_delivered : undefined);
   return buildCompletionEntry({
     task_index: record.task_index,
     subagent_id: record.subagent_id,
@@ -252,7 +257,9 @@ function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: 
     duration_seconds: (core.clock.now() - (record.started_at ?? core.clock.now())) / 1000,
     model: record.model,
     tool_trace: record.tool_trace,
-    ...missedOf(missed, settled.kind === 'threw' && settled.error instanceof RunnerLostError ? settled.error.maybe_delivered : undefined),
+    // Named, not spread: a spread in the middle of a literal copies the object key by key.
+    missed: m.missed,
+    missed_detail: m.missed_detail,
   });
 }
 

@@ -54,6 +54,18 @@ describe('Transcript', () => {
     expect(r.offset).toBe(6 + 1 + 2 + 4 + 3);
   });
 
+  it('text held before the first buffer reads as if each append was encoded apart: halves of a surrogate pair stay two replacement characters', () => {
+    const t = new Transcript();
+    t.append('a\uD83D');
+    t.append('\uDE00b');
+    t.appendNewline();
+    expect(t.offset).toBe(1 + 3 + 3 + 1 + 1);
+    expect(t.read().text).toBe('a\uFFFD\uFFFDb\n');
+    // A read in between, then more writes, keep the byte order and the count.
+    t.append('c');
+    expect(t.read(9)).toEqual({ text: 'c', truncated: false, offset: 10 });
+  });
+
   it('exactly 16384 bytes is not truncated', () => {
     const t = new Transcript();
     t.append('a'.repeat(16383));
