@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { type ServerProcess } from '../lib/rpc.ts';
 import { startReaders } from '../lib/sse-readers.ts';
-import { eventFloorUs, steerFloorUs } from '../lib/floor.ts';
+import { eventFloorUs, steerCostByDepthUs, steerFloorUs } from '../lib/floor.ts';
 import { median, row, type Row } from '../lib/stats.ts';
 import { BENCH_TOKEN, subrunWs } from '../lib/subrun.ts';
 import { wrk, type WrkResult } from '../lib/wrk.ts';
@@ -32,6 +32,10 @@ interface Sizes {
   readonly steerSeconds: number;
   readonly idle: number;
   readonly steerFloorCalls: number;
+  /** Steers queued per child before the deep window of the depth row, its window, its repetitions. */
+  readonly deep: number;
+  readonly depthWindow: number;
+  readonly depthReps: number;
 }
 
 const SIZES = {
@@ -45,6 +49,9 @@ const SIZES = {
     steerSeconds: 3,
     idle: 1000,
     steerFloorCalls: 50_000,
+    deep: 4000,
+    depthWindow: 500,
+    depthReps: 5,
   },
   quick: {
     children: 10,
@@ -56,8 +63,24 @@ const SIZES = {
     steerSeconds: 2,
     idle: 1000,
     steerFloorCalls: 20_000,
+    deep: 4000,
+    depthWindow: 500,
+    depthReps: 3,
   },
-  tiny: { children: 2, says: 5, rounds: 1, readers: [1], connections: [2], steerRounds: 1, steerSeconds: 1, idle: 20, steerFloorCalls: 200 },
+  tiny: {
+    children: 2,
+    says: 5,
+    rounds: 1,
+    readers: [1],
+    connections: [2],
+    steerRounds: 1,
+    steerSeconds: 1,
+    idle: 20,
+    steerFloorCalls: 200,
+    deep: 20,
+    depthWindow: 10,
+    depthReps: 1,
+  },
 } as const satisfies Record<string, Sizes>;
 
 /** A reader above this share of a core may be what bounds the figure. */
@@ -142,6 +165,19 @@ export const httpCase: BenchCase = {
       const eventFloor = await eventFloorUs((JSON.parse(tasks) as { tasks: unknown[] }).tasks);
       const steerFloor = await steerFloorUs(HOLDERS, z.steerFloorCalls);
       opts.log(`http: floors: ${eventFloor.us.toFixed(2)} µs CPU per event, ${steerFloor.toFixed(2)} µs CPU per steer (in-process, no transport)`);
+      // What a steer costs once its child holds as many queued steers as a round of this case leaves.
+      const [shallow, deep] = (await steerCostByDepthUs(HOLDERS, [0, z.deep], z.depthWindow, z.depthReps)) as [number, number];
+      rows.push(
+        row({
+          case: 'http.steer.floor_depth',
+          figure: deep,
+          unit: `µs CPU/steer at ${z.deep} queued per child`,
+          baseline: shallow,
+          baseline_unit: 'µs CPU/steer at none queued',
+          goal: '<= 1.2',
+          note: `in-process, the route's steer with the server's metrics on, ${HOLDERS} children, ${z.depthWindow} steers a child a window, median of ${z.depthReps}`,
+        }),
+      );
 
       const steerResult = JSON.stringify({ status: 'queued', subagent_id: 'sa_0123456789ab', text: 'steer text', steer_id: 'st_0123456789ab' });
       const b = await bare({ BENCH_FRAMES_FILE: framesFile, BENCH_RESULT: steerResult });

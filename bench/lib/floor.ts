@@ -61,6 +61,52 @@ export async function steerFloorUs(children: number, n: number, metrics = false)
   }
 }
 
+/**
+ * What a steer costs as its child's queue grows: CPU µs per steer (as the route runs it, with the
+ * server's metrics on, as `serve --ws` keeps them) over a window of `window` steers per child, at
+ * each of `depths` steers already queued per child. Each repetition is a fresh session with fresh
+ * children; the first is a warm-up; medians over the rest. Equal figures: nothing in the steer
+ * path grows with the queue (issue 24's bench rounds hold ~4,000 queued steers per child).
+ */
+export async function steerCostByDepthUs(children: number, depths: readonly number[], window: number, reps: number, metrics = true): Promise<number[]> {
+  const s = server(metrics);
+  try {
+    const sess = await session(s);
+    const t = s.transientId();
+    s.sessions.rebind(sess.session_id, sess.session_key, t);
+    const tasks = Array.from({ length: children }, (_, i) => ({ goal: `holder ${i}`, agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }));
+    const figures: number[][] = depths.map(() => []);
+    for (let rep = 0; rep <= reps; rep++) {
+      const d = (await valueOf(s.invoke('delegation.spawn', { session_id: sess.session_id, tasks }, t).value)) as { subagent_ids: string[] };
+      await new Promise((r) => setTimeout(r, 20));
+      const steer = async (count: number) => {
+        for (let i = 0; i < count; i++) {
+          const tr = s.transientId();
+          s.sessions.rebind(sess.session_id, sess.session_key, tr);
+          await s.invoke('subagent.steer', { session_id: sess.session_id, subagent_id: d.subagent_ids[i % children], text: 'steer text' }, tr).value;
+          s.sessions.detach(sess.session_id, tr);
+        }
+      };
+      let queued = 0;
+      for (const [k, depth] of depths.entries()) {
+        await steer((depth - queued) * children);
+        const c0 = cpuUs();
+        await steer(window * children);
+        if (rep > 0) figures[k]?.push((cpuUs() - c0) / (window * children));
+        queued = depth + window;
+      }
+      // The children go (their steers with them), wound down before the next repetition's first window.
+      for (const id of d.subagent_ids) await valueOf(s.invoke('subagent.interrupt', { session_id: sess.session_id, subagent_id: id }, t).value);
+      const scope = s.sessions.scopeOf(s.sessions.authorize(sess.session_id, t));
+      while (s.runtime.scoped.list(scope).length > 0) await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return figures.map((f) => [...f].sort((a, b) => a - b)[Math.floor(f.length / 2)] ?? Number.NaN);
+  } finally {
+    await s.shutdown();
+  }
+}
+
 /** CPU µs per event the runtime makes and serialises for one attached sink, for the given tasks. */
 export async function eventFloorUs(tasks: unknown[]): Promise<{ us: number; events: number }> {
   const s = server();

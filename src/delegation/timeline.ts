@@ -7,6 +7,7 @@ import type { ChildRecord } from '../child/record.ts';
 import type { Timeline, TimelineFate } from '../contract/entities.ts';
 import { NO_OBSERVER, type RuntimeObserver } from '../telemetry/observer.ts';
 import type { Owner, Scope } from '../types.ts';
+import { KeptMarks } from './kept-marks.ts';
 
 /** Steers kept per session (the oldest settled one leaves first). */
 export const MAX_TIMELINE_STEERS = 1000;
@@ -22,6 +23,9 @@ interface SteerMark {
   /** Epoch ms; null for a refused steer. */
   readonly queued_at: number | null;
   at: number | null;
+  /** Its place in the session's marks (kept-marks.ts sets both). */
+  n: number;
+  gone: boolean;
 }
 
 interface InterruptMark {
@@ -32,13 +36,9 @@ interface InterruptMark {
 }
 
 interface SessionMarks {
-  readonly steers: SteerMark[];
+  /** Bounded, the oldest settled leaving first, without a scan or a splice per steer (bench: http.steer.floor_depth). */
+  readonly steers: KeptMarks<SteerMark>;
   readonly interrupts: InterruptMark[];
-  /**
-   * How many of `steers` are settled: a session whose kept steers are all still queued (a busy
-   * child's) evicts the oldest at once, without a scan of the whole list per steer (bench: http.steer).
-   */
-  settled: number;
 }
 
 export class TimelineLog {
@@ -58,16 +58,24 @@ export class TimelineLog {
       steerQueued: (subagent_id, steer_id, _bytes, at) => {
         const owner = this.#lookup(subagent_id)?.owner;
         if (owner)
-          this.#addSteer(owner, { session_id: owner.session_id, steer_id, subagent_id, generation: owner.generation, fate: 'queued', queued_at: at, at: null });
+          this.#addSteer(owner, {
+            session_id: owner.session_id,
+            steer_id,
+            subagent_id,
+            generation: owner.generation,
+            fate: 'queued',
+            queued_at: at,
+            at: null,
+            n: 0,
+            gone: false,
+          });
       },
       steerDelivered: (_subagent_id, steer_id, at) => this.#settle(steer_id, 'delivered', at),
       steerWithdrawn: (subagent_id, steer_id) => {
         const mark = this.#queued.get(steer_id);
         this.#queued.delete(steer_id);
         const owner = this.#lookup(subagent_id)?.owner;
-        const list = owner ? this.#sessions.get(owner.session_id)?.steers : undefined;
-        const i = mark && list ? list.indexOf(mark) : -1;
-        if (i >= 0) list?.splice(i, 1);
+        if (mark && owner) this.#sessions.get(owner.session_id)?.steers.remove(mark);
       },
       // A missed steer's moment is the child's end (the seal), in acceptance order.
       finished: (_c, entry) => {
@@ -97,6 +105,8 @@ export class TimelineLog {
         fate: 'rejected',
         queued_at: null,
         at: this.#now(),
+        n: 0,
+        gone: false,
       });
     }
   }
@@ -106,7 +116,7 @@ export class TimelineLog {
     const marks = this.#sessions.get(session_id);
     if (!marks) return;
     this.#sessions.delete(session_id);
-    for (const s of marks.steers) if (s.steer_id !== null && s.fate === 'queued') this.#queued.delete(s.steer_id);
+    for (const s of marks.steers.values()) if (s.steer_id !== null && s.fate === 'queued') this.#queued.delete(s.steer_id);
   }
 
   /** The session was reset: the marks of generations up to `generation` are never seen again. */
@@ -114,9 +124,12 @@ export class TimelineLog {
     const marks = this.#sessions.get(session_id);
     if (!marks) return;
     const keep = (m: { readonly generation: number }) => m.generation > generation;
-    for (const s of marks.steers) if (!keep(s) && s.steer_id !== null) this.#queued.delete(s.steer_id);
-    const steers = marks.steers.filter(keep);
-    this.#sessions.set(session_id, { steers, interrupts: marks.interrupts.filter(keep), settled: steers.filter((m) => m.fate !== 'queued').length });
+    const steers = new KeptMarks<SteerMark>(MAX_TIMELINE_STEERS);
+    for (const s of marks.steers.values()) {
+      if (keep(s)) steers.add(s, s.fate !== 'queued');
+      else if (s.steer_id !== null) this.#queued.delete(s.steer_id);
+    }
+    this.#sessions.set(session_id, { steers, interrupts: marks.interrupts.filter(keep) });
   }
 
   /** The timeline of `records` (the scope's live and retained children), read at `now` (epoch ms). */
@@ -138,7 +151,7 @@ export class TimelineLog {
         started_at: seconds(r.started_at),
         finished_at: seconds(r.finished_at),
       })),
-      steers: (marks?.steers ?? [])
+      steers: (marks?.steers.values() ?? [])
         .filter(mine)
         .map((s) => ({ steer_id: s.steer_id, subagent_id: s.subagent_id, fate: s.fate, queued_at: seconds(s.queued_at), at: seconds(s.at) })),
       interrupts: (marks?.interrupts ?? []).filter(mine).map((i) => ({ subagent_id: i.subagent_id, target_id: i.target_id, at: i.at / 1000 })),
@@ -147,25 +160,16 @@ export class TimelineLog {
 
   #marks(session_id: string): SessionMarks {
     let marks = this.#sessions.get(session_id);
-    if (!marks) this.#sessions.set(session_id, (marks = { steers: [], interrupts: [], settled: 0 }));
+    if (!marks) this.#sessions.set(session_id, (marks = { steers: new KeptMarks(MAX_TIMELINE_STEERS), interrupts: [] }));
     return marks;
   }
 
   #addSteer(owner: Owner, mark: SteerMark): void {
-    const marks = this.#marks(owner.session_id);
-    const list = marks.steers;
-    list.push(mark);
-    const fresh = mark.fate === 'queued' ? 0 : 1;
-    marks.settled += fresh;
     if (mark.steer_id !== null) this.#queued.set(mark.steer_id, mark);
-    if (list.length <= MAX_TIMELINE_STEERS) return;
     // The oldest settled mark goes first, never the one just added (a refusal is settled at once);
     // with none settled before it, the oldest.
-    const settled = marks.settled - fresh > 0 ? list.findIndex((s, i) => i < list.length - 1 && s.fate !== 'queued') : -1;
-    const [gone] = list.splice(settled >= 0 ? settled : 0, 1);
-    if (gone === undefined) return;
-    if (gone.fate !== 'queued') marks.settled--;
-    else if (gone.steer_id !== null) this.#queued.delete(gone.steer_id);
+    const gone = this.#marks(owner.session_id).steers.add(mark, mark.fate !== 'queued');
+    if (gone && gone.fate === 'queued' && gone.steer_id !== null) this.#queued.delete(gone.steer_id);
   }
 
   #settle(steer_id: string, fate: TimelineFate, at: number): void {
@@ -175,8 +179,7 @@ export class TimelineLog {
     mark.fate = fate;
     mark.at = at;
     // A mark in #queued is in its session's list (eviction, reset and close take it out of both).
-    const marks = this.#sessions.get(mark.session_id);
-    if (marks) marks.settled++;
+    this.#sessions.get(mark.session_id)?.steers.settled(mark);
   }
 }
 
