@@ -56,7 +56,7 @@ export class KeptMarks<M extends KeptMark> {
   values(): M[] {
     const out: M[] = [];
     for (let i = this.#head; i < this.#slots.length; i++) {
-      const m = this.#slots[i] as M;
+      const m = at(this.#slots, i);
       if (!m.gone) out.push(m);
     }
     return out;
@@ -71,7 +71,7 @@ export class KeptMarks<M extends KeptMark> {
     else {
       // No settled mark but the one just added: the oldest goes (queued, so in no heap).
       for (let i = this.#head; i < this.#slots.length && gone === undefined; i++) {
-        const m = this.#slots[i] as M;
+        const m = at(this.#slots, i);
         if (!m.gone) gone = m;
       }
     }
@@ -85,7 +85,7 @@ export class KeptMarks<M extends KeptMark> {
   /** Moves the head past marks that left, and compacts once most of the array has left. */
   #tidy(): void {
     const slots = this.#slots;
-    while (this.#head < slots.length && (slots[this.#head] as M).gone) this.#head++;
+    while (this.#head < slots.length && at(slots, this.#head).gone) this.#head++;
     if (slots.length - this.#head <= 2 * this.#live + 32 && this.#head <= 1024) return;
     this.#slots = this.values();
     this.#head = 0;
@@ -97,8 +97,8 @@ export class KeptMarks<M extends KeptMark> {
     let i = h.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if ((h[p] as M).n <= mark.n) break;
-      h[i] = h[p] as M;
+      if (at(h, p).n <= mark.n) break;
+      h[i] = at(h, p);
       i = p;
     }
     h[i] = mark;
@@ -114,12 +114,19 @@ export class KeptMarks<M extends KeptMark> {
       const l = 2 * i + 1;
       if (l >= h.length) break;
       const r = l + 1;
-      const c = r < h.length && (h[r] as M).n < (h[l] as M).n ? r : l;
-      if ((h[c] as M).n >= last.n) break;
-      h[i] = h[c] as M;
+      const c = r < h.length && at(h, r).n < at(h, l).n ? r : l;
+      if (at(h, c).n >= last.n) break;
+      h[i] = at(h, c);
       i = c;
     }
     h[i] = last;
     return top;
   }
+}
+
+/** An index the caller's loop bounds hold inside the array (checked, not cast). */
+function at<T>(a: readonly T[], i: number): T {
+  const v = a[i];
+  if (v === undefined) throw new RangeError(`kept marks: no slot ${i}`);
+  return v;
 }
