@@ -148,12 +148,12 @@ export const scaleOutCase: BenchCase = {
       const lat = await interleaved(steerLoops, sizes.steers, sizes.rounds);
       await nc.close();
       const p50 = (k: keyof typeof steerLoops) => percentile(lat.get(k) ?? [], 50);
-      const steerRemote = { p50: p50('remote') };
-      const steerLocal = { p50: p50('local') };
-      const wsRtt = { p50: p50('ws') };
-      const pubAck = { p50: p50('ack') };
+      const steerRemote = p50('remote');
+      const steerLocal = p50('local');
+      const wsRtt = p50('ws');
+      const pubAck = p50('ack');
       opts.log(
-        `scale-out: steer p50 remote ${steerRemote.p50.toFixed(0)} µs, local ${steerLocal.p50.toFixed(0)} µs, bare ws ${wsRtt.p50.toFixed(0)} µs, publish-ack ${pubAck.p50.toFixed(0)} µs`,
+        `scale-out: steer p50 remote ${steerRemote.toFixed(0)} µs, local ${steerLocal.toFixed(0)} µs, bare ws ${wsRtt.toFixed(0)} µs, publish-ack ${pubAck.toFixed(0)} µs`,
       );
 
       // (2) Spawn to the child's first event (its runner's first text), one child at a time.
@@ -226,18 +226,18 @@ export const scaleOutCase: BenchCase = {
       return [
         row({
           case: 'remote.steer_queued_p50',
-          figure: steerRemote.p50,
+          figure: steerRemote,
           unit: 'µs',
-          baseline: wsRtt.p50 + pubAck.p50,
+          baseline: wsRtt + pubAck,
           baseline_unit: 'µs (bare ws rtt + bare publish-ack)',
           goal: '<= 1.5',
-          note: `ws ${wsRtt.p50.toFixed(0)} + ack ${pubAck.p50.toFixed(0)}`,
+          note: `ws ${wsRtt.toFixed(0)} + ack ${pubAck.toFixed(0)}`,
         }),
         row({
           case: 'remote.steer_local_p50',
-          figure: steerLocal.p50,
+          figure: steerLocal,
           unit: 'µs',
-          baseline: wsRtt.p50,
+          baseline: wsRtt,
           baseline_unit: 'µs (bare ws rtt)',
           note: 'the same steer, in-process child',
         }),

@@ -31,6 +31,22 @@ async function session(s: RpcServer): Promise<{ session_id: string; session_key:
   return (await valueOf(s.invoke('session.create', {}, s.transientId()).value)) as { session_id: string; session_key: string };
 }
 
+/** `children` scripted children that hang (hold their steers), spawned on the session's transport `t`. */
+async function holders(s: RpcServer, session_id: string, t: string, children: number): Promise<string[]> {
+  const tasks = Array.from({ length: children }, (_, i) => ({ goal: `holder ${i}`, agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }));
+  return ((await valueOf(s.invoke('delegation.spawn', { session_id, tasks }, t).value)) as { subagent_ids: string[] }).subagent_ids;
+}
+
+/** `count` steers round-robin over `ids`, each as the HTTP route runs it: a transient transport attached with the key, the method, the detach. */
+async function steers(s: RpcServer, sess: { session_id: string; session_key: string }, ids: readonly string[], count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const tr = s.transientId();
+    s.sessions.rebind(sess.session_id, sess.session_key, tr);
+    await s.invoke('subagent.steer', { session_id: sess.session_id, subagent_id: ids[i % ids.length], text: 'steer text' }, tr).value;
+    s.sessions.detach(sess.session_id, tr);
+  }
+}
+
 /**
  * CPU µs per steer as the HTTP route runs it (a transient transport attached with the session's
  * key, the method, the detach), round-robin over `children` holders, `n` steers.
@@ -41,20 +57,11 @@ export async function steerFloorUs(children: number, n: number, metrics = false)
     const sess = await session(s);
     const t = s.transientId();
     s.sessions.rebind(sess.session_id, sess.session_key, t);
-    const tasks = Array.from({ length: children }, (_, i) => ({ goal: `holder ${i}`, agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }));
-    const d = (await valueOf(s.invoke('delegation.spawn', { session_id: sess.session_id, tasks }, t).value)) as { subagent_ids: string[] };
+    const ids = await holders(s, sess.session_id, t, children);
     await new Promise((r) => setTimeout(r, 50));
-    const round = async (count: number) => {
-      for (let i = 0; i < count; i++) {
-        const tr = s.transientId();
-        s.sessions.rebind(sess.session_id, sess.session_key, tr);
-        await s.invoke('subagent.steer', { session_id: sess.session_id, subagent_id: d.subagent_ids[i % children], text: 'steer text' }, tr).value;
-        s.sessions.detach(sess.session_id, tr);
-      }
-    };
-    await round(Math.min(2000, n));
+    await steers(s, sess, ids, Math.min(2000, n));
     const c0 = cpuUs();
-    await round(n);
+    await steers(s, sess, ids, n);
     return (cpuUs() - c0) / n;
   } finally {
     await s.shutdown();
@@ -74,29 +81,20 @@ export async function steerCostByDepthUs(children: number, depths: readonly numb
     const sess = await session(s);
     const t = s.transientId();
     s.sessions.rebind(sess.session_id, sess.session_key, t);
-    const tasks = Array.from({ length: children }, (_, i) => ({ goal: `holder ${i}`, agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }));
     const figures: number[][] = depths.map(() => []);
     for (let rep = 0; rep <= reps; rep++) {
-      const d = (await valueOf(s.invoke('delegation.spawn', { session_id: sess.session_id, tasks }, t).value)) as { subagent_ids: string[] };
+      const ids = await holders(s, sess.session_id, t, children);
       await new Promise((r) => setTimeout(r, 20));
-      const steer = async (count: number) => {
-        for (let i = 0; i < count; i++) {
-          const tr = s.transientId();
-          s.sessions.rebind(sess.session_id, sess.session_key, tr);
-          await s.invoke('subagent.steer', { session_id: sess.session_id, subagent_id: d.subagent_ids[i % children], text: 'steer text' }, tr).value;
-          s.sessions.detach(sess.session_id, tr);
-        }
-      };
       let queued = 0;
       for (const [k, depth] of depths.entries()) {
-        await steer((depth - queued) * children);
+        await steers(s, sess, ids, (depth - queued) * children);
         const c0 = cpuUs();
-        await steer(window * children);
+        await steers(s, sess, ids, window * children);
         if (rep > 0) figures[k]?.push((cpuUs() - c0) / (window * children));
         queued = depth + window;
       }
       // The children go (their steers with them), wound down before the next repetition's first window.
-      for (const id of d.subagent_ids) await valueOf(s.invoke('subagent.interrupt', { session_id: sess.session_id, subagent_id: id }, t).value);
+      for (const id of ids) await valueOf(s.invoke('subagent.interrupt', { session_id: sess.session_id, subagent_id: id }, t).value);
       const scope = s.sessions.scopeOf(s.sessions.authorize(sess.session_id, t));
       while (s.runtime.scoped.list(scope).length > 0) await new Promise((r) => setTimeout(r, 5));
       await new Promise((r) => setTimeout(r, 20));
