@@ -13,7 +13,7 @@ import type { ListenerContext } from '../server/listener.ts';
 import type { MethodName } from '../contract/methods.ts';
 import { PROTOCOL_VERSION } from '../contract/entities.ts';
 import { JsonText } from '../server/json-text.ts';
-import { settle, type HandledOf, type SettledOf } from '../server/methods/table.ts';
+import { settle, type AnswerOf, type HandledOf, type SettledOf } from '../server/methods/table.ts';
 import { SERVER_NAME, VERSION } from '../version.ts';
 import { answer, errorAnswer, HttpCode, httpError, notFound, type Answer } from './respond.ts';
 import { cursorOf, type SseHub } from './sse.ts';
@@ -21,11 +21,17 @@ import { cursorOf, type SseHub } from './sse.ts';
 /** The longest `?wait=` on a delegation, in seconds. */
 export const MAX_WAIT_SECONDS = 60;
 
+/** What a handler reads of the request target: a URL, or a plain path's own (api.ts). */
+export interface Target {
+  readonly pathname: string;
+  readonly searchParams: URLSearchParams;
+}
+
 export interface Call {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly ctx: ListenerContext;
-  readonly url: URL;
+  readonly url: Target;
   readonly params: Readonly<Record<string, string>>;
   readonly body: Record<string, unknown>;
 }
@@ -59,7 +65,7 @@ function idempotencyKeyOf(call: Call): string | undefined {
   return typeof h === 'string' ? h : undefined;
 }
 
-const boolQuery = (url: URL, name: string): boolean | undefined | 'bad' => {
+const boolQuery = (url: Target, name: string): boolean | undefined | 'bad' => {
   const v = url.searchParams.get(name);
   if (v === null) return undefined;
   if (v === 'true') return true;
@@ -69,6 +75,12 @@ const boolQuery = (url: URL, name: string): boolean | undefined | 'bad' => {
 
 /** A path parameter of the matched route ('' if the route has none of that name: nothing matches it). */
 const param = (call: Call, name: 'sid' | 'cid' | 'did'): string => call.params[name] ?? '';
+
+/** A call's settled answer, and the session it ran in. */
+interface Invoked<M extends MethodName> {
+  readonly keyed: Keyed<SettledOf<M>>;
+  readonly session: Session;
+}
 
 /** A settled answer as the value it holds (a handler's own JSON text parsed back). */
 function valueOf<T>(v: T | JsonText<T>): T {
@@ -88,70 +100,83 @@ export function buildRoutes(deps: RouteDeps): Route[] {
    * else is attached: each request renews its park time.
    */
   const within = <T>(call: Call, fn: (transport: string, session: Session) => T): T => {
-    const sid = param(call, 'sid');
     const transport = server.transientId();
-    const session = server.sessions.rebind(sid, keyOf(call), transport);
+    const session = server.sessions.rebind(param(call, 'sid'), keyOf(call), transport, call.req.socket);
     try {
       return fn(transport, session);
     } finally {
-      if (server.sessions.get(sid)?.slot.has(transport)) server.sessions.detach(sid, transport);
+      server.sessions.leave(session, transport);
     }
   };
 
   /**
    * One method call, its answer settled: a handler may answer with a promise (a steer to a child
    * on a remote worker answers once the steer is committed), and every answer is shaped from the
-   * value, never from the promise. The session stays attached until the answer is there.
+   * value, never from the promise. The session stays attached until the answer is there. A
+   * synchronous answer is handed on in the same step, with no promise made (bench: http.steer).
    */
-  const invoke = async <M extends MethodName>(
-    call: Call,
-    method: M,
-    params: Record<string, unknown>,
-  ): Promise<{ keyed: Keyed<SettledOf<M>>; session: Session }> => {
-    const sid = param(call, 'sid');
+  const invoke = <M extends MethodName>(call: Call, method: M, params: Record<string, unknown>): Invoked<M> | Promise<Invoked<M>> => {
     const transport = server.transientId();
-    const session = server.sessions.rebind(sid, keyOf(call), transport);
+    const session = server.sessions.rebind(param(call, 'sid'), keyOf(call), transport, call.req.socket);
+    let keyed: Keyed<AnswerOf<M>>;
     try {
-      const keyed = server.invoke(method, { ...params, session_id: session.session_id }, transport);
-      return { keyed: { value: await settle<M>(keyed.value), replayed: keyed.replayed }, session };
-    } finally {
-      if (server.sessions.get(sid)?.slot.has(transport)) server.sessions.detach(sid, transport);
+      keyed = server.invoke(method, { ...params, session_id: session.session_id }, transport);
+    } catch (err) {
+      server.sessions.leave(session, transport);
+      throw err;
     }
+    const { value, replayed } = keyed;
+    if (!(value instanceof Promise)) {
+      server.sessions.leave(session, transport);
+      return { keyed: { value, replayed }, session };
+    }
+    return settle<M>(value)
+      .then((v) => ({ keyed: { value: v, replayed }, session }))
+      .finally(() => server.sessions.leave(session, transport));
   };
 
   const visible = (session: Session, subagent_id: string): boolean =>
     server.runtime.scoped.list(server.sessions.scopeOf(session), { include_finished: true }).some((s) => s.subagent_id === subagent_id);
 
-  /** The status of a first answer, kept with it, so a replay maps to the very same status. */
+  /**
+   * The status of a first answer, kept with it, so a replay maps to the very same status. Only a
+   * keyed call (`kept`) can be replayed, so only its answer is kept.
+   */
   const statusOfValue = new WeakMap<object, Answer>();
-  const keyedAnswer = (keyed: Keyed<object>, first: () => Answer): Answer => {
+  const keyedAnswer = (keyed: Keyed<object>, kept: boolean, first: () => Answer): Answer => {
+    if (!kept) return first();
     let a = statusOfValue.get(keyed.value);
     if (!a) statusOfValue.set(keyed.value, (a = first()));
     return keyed.replayed ? { ...a, headers: { ...a.headers, 'Idempotency-Replayed': 'true' } } : a;
   };
   /** Domain errors of a keyed call are kept too; a replayed one says so. */
-  const keyedCall = async <M extends MethodName>(
+  const keyedCall = <M extends MethodName>(
     call: Call,
     method: M,
     params: Record<string, unknown>,
-    map: (keyed: Keyed<HandledOf<M>>, session: Session) => Answer,
-  ): Promise<Answer> => {
+    map: (keyed: Keyed<HandledOf<M>>, session: Session, kept: boolean) => Answer,
+  ): Answer | Promise<Answer> => {
     const key = idempotencyKeyOf(call);
-    try {
-      const { keyed, session } = await invoke(call, method, key === undefined ? params : { ...params, idempotency_key: key });
-      return map({ value: valueOf(keyed.value), replayed: keyed.replayed }, session);
-    } catch (err) {
+    const kept = key !== undefined;
+    const refused = (err: unknown): Answer => {
       if (!(err instanceof RpcError)) throw err;
-      const replayed = key !== undefined && replayedErrors.has(err);
-      if (key !== undefined) replayedErrors.add(err);
+      const replayed = kept && replayedErrors.has(err);
+      if (kept) replayedErrors.add(err);
       return errorAnswer(err, replayed ? { 'Idempotency-Replayed': 'true' } : undefined);
+    };
+    const shaped = ({ keyed, session }: Invoked<M>): Answer => map({ value: valueOf(keyed.value), replayed: keyed.replayed }, session, kept);
+    try {
+      const invoked = invoke(call, method, kept ? { ...params, idempotency_key: key } : params);
+      return invoked instanceof Promise ? invoked.then(shaped).catch(refused) : shaped(invoked);
+    } catch (err) {
+      return refused(err);
     }
   };
   const replayedErrors = new WeakSet<RpcError>();
 
-  const plain = async (call: Call, method: MethodName, params: Record<string, unknown>, status = 200): Promise<Answer> => {
-    const { keyed } = await invoke(call, method, params);
-    return answer(status, keyed.value);
+  const plain = (call: Call, method: MethodName, params: Record<string, unknown>, status = 200): Answer | Promise<Answer> => {
+    const invoked = invoke(call, method, params);
+    return invoked instanceof Promise ? invoked.then(({ keyed }) => answer(status, keyed.value)) : answer(status, invoked.keyed.value);
   };
 
   const cid = (call: Call) => param(call, 'cid');
@@ -165,9 +190,12 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         clearTimeout(timer);
         off();
         call.res.off('close', finish);
-        plain(call, 'delegation.result', { delegation_id: did }).then(resolvePromise, (err: unknown) =>
-          resolvePromise(err instanceof RpcError ? errorAnswer(err) : httpError(RpcCode.InternalError, 'Internal error')),
-        );
+        // plain() may throw synchronously: a rejection here, as any refusal.
+        Promise.resolve()
+          .then(() => plain(call, 'delegation.result', { delegation_id: did }))
+          .then(resolvePromise, (err: unknown) =>
+            resolvePromise(err instanceof RpcError ? errorAnswer(err) : httpError(RpcCode.InternalError, 'Internal error')),
+          );
       };
       // Registered after the server's own listener, so the ledger has the delegation's last entry
       // by the time this runs.
@@ -239,7 +267,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     },
     {
       path: ['v1', 'sessions', ':sid', 'reset'],
-      methods: { POST: (call) => keyedCall(call, 'session.reset', {}, (keyed) => keyedAnswer(keyed, () => answer(200, keyed.value))) },
+      methods: { POST: (call) => keyedCall(call, 'session.reset', {}, (keyed, _session, kept) => keyedAnswer(keyed, kept, () => answer(200, keyed.value))) },
     },
     {
       path: ['v1', 'sessions', ':sid', 'pause'],
@@ -249,8 +277,8 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       path: ['v1', 'sessions', ':sid', 'delegations'],
       methods: {
         POST: (call) =>
-          keyedCall(call, 'delegation.spawn', { tasks: call.body.tasks, timeout_ms: call.body.timeout_ms }, (keyed) =>
-            keyedAnswer(keyed, () => answer(202, keyed.value)),
+          keyedCall(call, 'delegation.spawn', { tasks: call.body.tasks, timeout_ms: call.body.timeout_ms }, (keyed, _session, kept) =>
+            keyedAnswer(keyed, kept, () => answer(202, keyed.value)),
           ),
       },
     },
@@ -307,8 +335,8 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       path: ['v1', 'sessions', ':sid', 'subagents', ':cid', 'steer'],
       methods: {
         POST: (call) =>
-          keyedCall(call, 'subagent.steer', { subagent_id: cid(call), text: call.body.text }, (keyed) =>
-            keyedAnswer(keyed, () => {
+          keyedCall(call, 'subagent.steer', { subagent_id: cid(call), text: call.body.text }, (keyed, _session, kept) =>
+            keyedAnswer(keyed, kept, () => {
               const r = keyed.value;
               if (r.status === 'queued') return answer(202, r);
               // Rejected: the caller's own child that no longer takes steers (or whose runner
@@ -322,8 +350,8 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       path: ['v1', 'sessions', ':sid', 'subagents', ':cid', 'interrupt'],
       methods: {
         POST: (call) =>
-          keyedCall(call, 'subagent.interrupt', { subagent_id: cid(call) }, (keyed, session) =>
-            keyedAnswer(keyed, () => (keyed.value.found || visible(session, cid(call)) ? answer(200, keyed.value) : notFound())),
+          keyedCall(call, 'subagent.interrupt', { subagent_id: cid(call) }, (keyed, session, kept) =>
+            keyedAnswer(keyed, kept, () => (keyed.value.found || visible(session, cid(call)) ? answer(200, keyed.value) : notFound())),
           ),
       },
     },
@@ -340,7 +368,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
               ...(call.body.text !== undefined ? { text: call.body.text } : {}),
               ...(call.body.requeue_missed !== undefined ? { requeue_missed: call.body.requeue_missed } : {}),
             },
-            (keyed) => keyedAnswer(keyed, () => answer(201, keyed.value)),
+            (keyed, _session, kept) => keyedAnswer(keyed, kept, () => answer(201, keyed.value)),
           ),
       },
     },
@@ -362,14 +390,16 @@ export function buildRoutes(deps: RouteDeps): Route[] {
   ];
 }
 
-/** The route and its path parameters, or undefined. */
+/** The route and its path parameters, or undefined. An indexed loop: every request runs it (bench: http.steer). */
 export function match(routes: readonly Route[], segments: readonly string[]): { route: Route; params: Record<string, string> } | undefined {
   outer: for (const route of routes) {
-    if (route.path.length !== segments.length) continue;
+    const path = route.path;
+    if (path.length !== segments.length) continue;
     const params: Record<string, string> = {};
-    for (const [i, p] of route.path.entries()) {
+    for (let i = 0; i < path.length; i++) {
+      const p = path[i] ?? '';
       const s = segments[i] ?? '';
-      if (p.startsWith(':')) {
+      if (p.charCodeAt(0) === 58 /* ':' */) {
         if (s === '') continue outer;
         params[p.slice(1)] = s;
       } else if (p !== s) continue outer;

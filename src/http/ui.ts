@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { AUTH_COOKIE, cookieValue, type TokenCheck } from '../server/auth.ts';
 import { RpcCode } from '../server/errors.ts';
 import { HttpCode, httpError, notFound, send, type Answer } from './respond.ts';
+import type { Target } from './routes.ts';
 
 /** Where the dashboard's files are, from src/http/ and from the build's dist/http/ alike. */
 export const DEFAULT_UI_DIR = fileURLToPath(new URL('../../src/http/ui/', import.meta.url));
@@ -50,7 +51,7 @@ export class UiFiles {
     return (await stat(this.#root).catch(() => undefined))?.isDirectory() === true;
   }
 
-  async serve(req: IncomingMessage, res: ServerResponse, url: URL, closing: boolean): Promise<void> {
+  async serve(req: IncomingMessage, res: ServerResponse, url: Target, closing: boolean): Promise<void> {
     const reply = (a: Answer) => send(res, { ...a, headers: { ...UI_HEADERS, ...a.headers } }, closing);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       reply({ ...httpError(RpcCode.MethodNotFound, 'method not allowed', { Allow: 'GET, HEAD' }), status: 405 });

@@ -11,6 +11,7 @@ import type { Clock } from '../clock.ts';
 import type { IdMaker } from '../ids.ts';
 import type { Scope } from '../types.ts';
 import { notOwned } from './errors.ts';
+import { KeyProofs } from './key-proofs.ts';
 import { ReplayRing, type ReplayLimits } from './replay-ring.ts';
 import type { ServerStore, SessionRow } from '../store/types.ts';
 
@@ -62,6 +63,7 @@ const digest = (key: string) => hash('sha256', key, 'buffer');
 
 export class SessionStore {
   readonly #sessions = new Map<string, SessionState>();
+  readonly #proofs = new KeyProofs();
   readonly #opts: SessionStoreOptions;
 
   constructor(opts: SessionStoreOptions) {
@@ -177,13 +179,22 @@ export class SessionStore {
     return { session_id: session.session_id, generation: session.generation };
   }
 
-  /** Adds `transport` to the slot if the key is right (compared in constant time). */
-  attach(session_id: unknown, session_key: unknown, transport: string): Session {
+  /**
+   * Adds `transport` to the slot if the key is right (compared in constant time). `by`: the
+   * connection a request came on (an HTTP keep-alive socket): once it proved a session's key, its
+   * next request with the very same key for that session is let in without another digest.
+   */
+  attach(session_id: unknown, session_key: unknown, transport: string, by?: object): Session {
     const s = typeof session_id === 'string' ? this.#sessions.get(session_id) : undefined;
+    if (by !== undefined && s !== undefined && !s.closed && typeof session_key === 'string' && this.#proofs.proved(by, s, session_key)) {
+      s.slot.add(transport);
+      return s;
+    }
     const given = digest(typeof session_key === 'string' ? session_key : '');
     // Compare even when the session is unknown, so timing says nothing about which ids exist.
     const ok = timingSafeEqual(given, s?.keyDigest ?? digest(randomBytes(16).toString('hex')));
     if (!s || s.closed || !ok || typeof session_key !== 'string') throw notOwned();
+    if (by !== undefined) this.#proofs.remember(by, s, session_key);
     s.slot.add(transport);
     return s;
   }
@@ -192,9 +203,9 @@ export class SessionStore {
    * session.resume / session.activate: binds `transport` to a live or parked session. With its key
    * (compared as for attach), or, in single-user mode, with none. Already attached: unchanged.
    */
-  rebind(session_id: unknown, session_key: unknown, transport: string): Session {
+  rebind(session_id: unknown, session_key: unknown, transport: string, by?: object): Session {
     const s = typeof session_id === 'string' ? this.#sessions.get(session_id) : undefined;
-    if (!this.#opts.single_user || session_key !== undefined) return this.attach(session_id, session_key, transport);
+    if (!this.#opts.single_user || session_key !== undefined) return this.attach(session_id, session_key, transport, by);
     if (!s || s.closed) throw notOwned();
     s.slot.add(transport);
     return s;
@@ -208,6 +219,12 @@ export class SessionStore {
   detach(session_id: unknown, transport: string): void {
     const s = this.#authorized(session_id, transport);
     this.#leave(s, transport);
+  }
+
+  /** `transport` leaves `session` if it is still there (a call that attached for its own length ends). */
+  leave(session: Session, transport: string): void {
+    const s = this.#sessions.get(session.session_id);
+    if (s !== undefined && !s.closed && s.slot.has(transport)) this.#leave(s, transport);
   }
 
   reset(session_id: unknown, transport: string): { session: Session; retired: number } {

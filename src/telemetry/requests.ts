@@ -3,7 +3,7 @@
 // the caller's W3C context, else a new trace. ERROR only for the server's own failures (-32603,
 // -32000): a refusal (a 409, a 4001) is an answer, not an error.
 import { SpanKind, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
-import { tracer } from './context.ts';
+import { tracer, tracing } from './context.ts';
 
 const SERVER_FAULTS = new Set([-32603, -32000]);
 
@@ -13,6 +13,14 @@ export interface RequestTrace {
   /** Ends the span; `error_code` is the JSON-RPC error the answer carried, if any; `status` HTTP's. */
   end(error_code?: number, status?: number): void;
 }
+
+const ended = (): void => undefined;
+
+/**
+ * No provider registered: the API would make a no-op span that only passes the caller's context
+ * on, so the caller's context passes on as it is, and no attributes are built (bench: http.steer).
+ */
+const passOn = (parent: Context): RequestTrace => ({ ctx: parent, end: ended });
 
 function start(name: string, attributes: Attributes, parent: Context): RequestTrace {
   const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
@@ -34,6 +42,7 @@ function start(name: string, attributes: Attributes, parent: Context): RequestTr
 
 /** A JSON-RPC request (ws, stdio): `method` is a known method's name, or `_OTHER`. */
 export function rpcRequest(method: string, transport: string, session_id: unknown, parent: Context): RequestTrace {
+  if (!tracing()) return passOn(parent);
   const attributes: Attributes = { 'rpc.system': 'jsonrpc', 'rpc.method': method, 'subrun.transport': transport };
   if (typeof session_id === 'string') attributes['gen_ai.conversation.id'] = session_id;
   return start(method, attributes, parent);
@@ -41,6 +50,7 @@ export function rpcRequest(method: string, transport: string, session_id: unknow
 
 /** An HTTP request to a `/v1/` resource: `route` is its template (`/v1/sessions/{sid}/subagents/{cid}/steer`). */
 export function httpRequest(method: string, route: string, session_id: string | undefined, parent: Context): RequestTrace {
+  if (!tracing()) return passOn(parent);
   const attributes: Attributes = { 'subrun.transport': 'http', 'http.request.method': method, 'http.route': route };
   if (session_id !== undefined) attributes['gen_ai.conversation.id'] = session_id;
   return start(`${method} ${route}`, attributes, parent);
