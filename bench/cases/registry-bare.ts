@@ -19,7 +19,22 @@ interface BareChild {
   queue: string[];
   stopped: boolean;
   readonly abort: AbortController;
+  /** For the contract's drain: steers with a fate, and a tail of the child's own. */
+  steers: BareSteer[];
+  readonly tail: Buffer;
+  tailAt: number;
 }
+
+interface BareSteer {
+  readonly steer_id: string;
+  readonly text: string;
+  fate: 'queued' | 'delivered';
+}
+
+/** A bare child's tail: its own allocation, as a live child's transcript buffer is. */
+const TAIL_BYTES = 256;
+/** The delivered events the contract floor keeps (a replay ring's slots). */
+const EVENT_SLOTS = 1024;
 
 export interface BareFleet {
   readonly n: number;
@@ -37,7 +52,7 @@ export function bareFleet(n: number): BareFleet {
   const spread = new Map<string, number[]>();
   const add = (): string => {
     const id = randomIds.subagent();
-    const child: BareChild = { queue: [], stopped: false, abort: new AbortController() };
+    const child: BareChild = { queue: [], stopped: false, abort: new AbortController(), steers: [], tail: Buffer.allocUnsafeSlow(TAIL_BYTES), tailAt: 0 };
     child.abort.signal.addEventListener('abort', () => undefined, { once: true });
     children.set(id, child);
     // One array of SPREAD_BYTES / 8 slots, allocated next to the entry.
@@ -55,6 +70,51 @@ export function takeRandom(ids: string[]): string {
   ids[i] = ids[ids.length - 1] as string;
   ids.pop();
   return id;
+}
+
+/**
+ * The delivery point as the contract asks for it, on the bare structure (`bare_drain_contract@<n>`):
+ * find the child, take its steers, and for each set its fate, write its `[steer]` line into the
+ * child's tail (docs/delegation.md: the tail shows each delivered steer) and keep its
+ * `subagent.steer.delivered` event in a ring. What N adds to this is what memory costs a registry
+ * that keeps what the contract promises: a steer's fate, the tail, the event.
+ */
+export function bareContractDrain(f: BareFleet, text: string, batch: number): MicroTask {
+  let next = 0;
+  let made = 0;
+  const drainOps = Math.min(batch, Math.floor(f.n / 2));
+  const events: object[] = new Array<object>(EVENT_SLOTS);
+  let slot = 0;
+  let picked: string[] = [];
+  return {
+    name: `bare_drain_contract@${f.n}`,
+    ops: drainOps,
+    beforeEach: () => {
+      picked = [];
+      for (let i = 0; i < drainOps; i++) {
+        const id = f.ids[next++ % f.ids.length] as string;
+        picked.push(id);
+        f.children.get(id)?.steers.push({ steer_id: `st_${made++}`, text, fate: 'queued' });
+      }
+    },
+    fn: () => {
+      const at = Date.now();
+      for (const id of picked) {
+        const c = f.children.get(id);
+        if (!c || c.stopped) throw new Error(`no live bare child ${id}`);
+        const taken = c.steers;
+        c.steers = [];
+        if (taken.length !== 1) throw new Error(`expected one steer queued for ${id}`);
+        for (const s of taken) {
+          s.fate = 'delivered';
+          const line = `[steer] ${s.text}\n`;
+          if (c.tailAt + line.length * 3 > TAIL_BYTES) c.tailAt = 0;
+          c.tailAt += c.tail.write(line, c.tailAt);
+          events[slot++ % EVENT_SLOTS] = { topic: 'subagent.steer.delivered', subagent_id: id, steer_id: s.steer_id, text: s.text, at };
+        }
+      }
+    },
+  };
 }
 
 /** The three calls on `f`, named `bare_<op>@<n>`, with the same batch sizes as subrun's tasks. */

@@ -15,7 +15,7 @@ import type { Owner, Runner, RunnerContext } from '../../src/types.ts';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
 import { micro, until, type MicroOptions, type MicroTask } from '../lib/micro.ts';
 import { row, type Row } from '../lib/stats.ts';
-import { bareFleet, bareTasks, SPREAD_BYTES, takeRandom, type BareFleet } from './registry-bare.ts';
+import { bareContractDrain, bareFleet, bareTasks, SPREAD_BYTES, takeRandom, type BareFleet } from './registry-bare.ts';
 
 const OWNER: Owner = { session_id: 'ses_bench', transport: 'tr_bench', generation: 1 };
 const STEER_TEXT = 'also run the integration tests before you finish';
@@ -246,7 +246,7 @@ export const registryCase: BenchCase = {
     for (const n of sizes) {
       const b = bareFleet(n);
       bares.set(n, b);
-      tasks.push(...bareTasks(b, STEER_TEXT, B, interruptBudget));
+      tasks.push(...bareTasks(b, STEER_TEXT, B, interruptBudget), bareContractDrain(b, STEER_TEXT, B));
     }
     const res = await micro(tasks, mo);
     bares.clear();
@@ -306,6 +306,25 @@ export const registryCase: BenchCase = {
         }),
       );
     }
+    // The drain against the floor that keeps what the contract promises at a delivery point (a
+    // steer's fate, its tail line, its event; registry-bare.ts, bareContractDrain).
+    rows.push(
+      row({
+        case: `registry.drain@${label(big)}.contract_floor`,
+        figure: ns(`bare_drain_contract@${big}`),
+        unit: 'ns/op',
+        baseline: ns(`bare_drain_contract@${small}`),
+        baseline_unit: `ns/op @${label(small)} (bare, with fate, tail line and event)`,
+        note: `adds ${(ns(`bare_drain_contract@${big}`) - ns(`bare_drain_contract@${small}`)).toFixed(0)} ns @${label(small)} -> @${label(big)}`,
+      }),
+      row({
+        case: `registry.drain@${label(big)}.added_vs_contract_floor`,
+        figure: ns(`drain@${big}`) - ns(`drain@${small}`),
+        unit: `ns added @${label(small)} -> @${label(big)}`,
+        baseline: ns(`bare_drain_contract@${big}`) - ns(`bare_drain_contract@${small}`),
+        baseline_unit: 'ns added (bare, with fate, tail line and event)',
+      }),
+    );
 
     for (const op of ['steer', 'drain']) {
       rows.push(
