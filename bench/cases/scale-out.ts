@@ -15,6 +15,7 @@ import { sequential, startProcess, wsClient, type RpcClient, type ServerProcess 
 import { median, percentile, row, type Row } from '../lib/stats.ts';
 import { connectWs, subrunWs } from '../lib/subrun.ts';
 import { startNats, type Nats } from '../../test/helpers/nats.ts';
+import { captureTraffic, natsFloorMs } from './scale-out-floor.ts';
 
 interface Sizes {
   /** Steers per loop in all; the loops run interleaved in `rounds`. */
@@ -22,11 +23,13 @@ interface Sizes {
   readonly rounds: number;
   readonly spawns: number;
   readonly children: number;
+  /** Children's worth of traffic replayed to the bare NATS floor (its CPU is read in 10 ms ticks). */
+  readonly floorChildren: number;
 }
 const SIZES = {
-  full: { steers: 2000, rounds: 8, spawns: 40, children: 400 },
-  quick: { steers: 600, rounds: 4, spawns: 15, children: 200 },
-  tiny: { steers: 20, rounds: 1, spawns: 2, children: 6 },
+  full: { steers: 2000, rounds: 8, spawns: 40, children: 400, floorChildren: 4000 },
+  quick: { steers: 600, rounds: 4, spawns: 15, children: 200, floorChildren: 2000 },
+  tiny: { steers: 20, rounds: 1, spawns: 2, children: 6, floorChildren: 20 },
 };
 
 /** utime + stime of a process, in ms (from /proc; 10 ms ticks). */
@@ -205,7 +208,12 @@ export const scaleOutCase: BenchCase = {
         }
         return [cpuA / sizes.children, cpuB / sizes.children];
       };
+      // The floor's traffic, from one untimed batch (the tap is one more subscriber on nats-server).
+      const traffic = await captureTraffic(nats.url, async () => {
+        await batchCpu(remote, 50);
+      });
       const [cpuRemote, cpuLocal] = await cpuPerChild(remote, local);
+      const natsFloor = await natsFloorMs(nats.url, traffic, sizes.floorChildren);
       const carried = cpuRemote > 0 ? Math.floor(1000 / cpuRemote) : 0;
       opts.log(`scale-out: control-plane CPU per child remote ${cpuRemote.toFixed(3)} ms, local ${cpuLocal.toFixed(3)} ms`);
       // (3b) The same with a state directory on both (the default of `serve --ws`): the remote
@@ -250,6 +258,15 @@ export const scaleOutCase: BenchCase = {
           baseline_unit: 'ms (local child)',
           goal: '<= 2',
           note: '4 runner events each, spawn to entry',
+        }),
+        row({
+          case: 'remote.cp_cpu_per_child.over_floor',
+          figure: cpuRemote,
+          unit: 'ms',
+          baseline: cpuLocal + natsFloor,
+          baseline_unit: 'ms (local child + the NATS client alone on its traffic)',
+          goal: '<= 1.2',
+          note: `NATS floor ${natsFloor.toFixed(3)} ms a child: ${traffic.events.length} worker events (${traffic.events.reduce((n, e) => n + e.length, 0)} bytes) and one assignment, decoded by a bare client (bench/servers/nats-bare.ts)`,
         }),
         row({
           case: 'remote.cp_cpu_per_child_durable',

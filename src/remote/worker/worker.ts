@@ -83,6 +83,11 @@ export class Worker {
   /** Opened when the last child is released during stop(). */
   #drained: Latch | undefined;
   #draining = false;
+  /**
+   * Refused an assignment as full since its last heartbeat: the control plane skips it until it
+   * hears from it again, so the next child let go says at once that there is room.
+   */
+  #refusedFull = false;
 
   private constructor(link: NatsLink, options: WorkerOptions, clock: Clock) {
     this.#link = link;
@@ -125,6 +130,7 @@ export class Worker {
 
   #heartbeat(): void {
     if (this.#link.nc.isClosed()) return;
+    this.#refusedFull = false;
     const hb: Heartbeat = {
       worker: this.id,
       capacity: this.#capacity,
@@ -142,7 +148,10 @@ export class Worker {
     // Assigned again at a new epoch (the control plane gave up waiting for our answer): the old
     // run is fenced; this one starts afresh.
     if (held) this.#drop({ children: [{ child: a.child, epoch: held.assign.epoch }] });
-    if (this.running >= this.#capacity) return { ok: false, reason: 'full' };
+    if (this.running >= this.#capacity) {
+      this.#refusedFull = true;
+      return { ok: false, reason: 'full' };
+    }
     const runner = this.#resolve(a.agent);
     if (!runner) return { ok: false, reason: 'invalid' };
     this.#start(a, runner, trace);
@@ -321,7 +330,11 @@ export class Worker {
   #letGo(held: Held): void {
     for (const s of held.subs) s.unsubscribe();
     this.#held.delete(held.assign.child);
-    this.#heartbeat();
+    // Only a worker the control plane counts as full says so at once; otherwise the periodic
+    // heartbeat carries the change. One per child let go listed every child held, and the control
+    // plane went through them all each time: work that grew with the square of a busy worker's
+    // children (bench: remote.cp_cpu_per_child).
+    if (this.#refusedFull) this.#heartbeat();
     if (this.#held.size === 0) this.#drained?.open();
   }
 
