@@ -3,13 +3,11 @@
 // request. So authority, limits, errors and idempotency are the JSON-RPC ones; only the framing
 // and the status codes are HTTP's. A request names its session in the path and proves it with the
 // session key; anything not the caller's is the same 404.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RpcCode, RpcError } from '../server/errors.ts';
 import { IDEMPOTENCY_TTL_MS, MAX_KEPT_BYTES_PER_SESSION, MAX_KEYS_PER_SESSION } from '../server/idempotency.ts';
 import type { Keyed } from '../server/idempotency.ts';
 import type { ServerHub } from '../server/hub.ts';
 import type { Session } from '../server/sessions.ts';
-import type { ListenerContext } from '../server/listener.ts';
 import type { MethodName } from '../contract/methods.ts';
 import { PROTOCOL_VERSION } from '../contract/entities.ts';
 import { JsonText } from '../server/json-text.ts';
@@ -17,34 +15,10 @@ import { settle, type AnswerOf, type HandledOf, type SettledOf } from '../server
 import { SERVER_NAME, VERSION } from '../version.ts';
 import { answer, errorAnswer, HttpCode, httpError, notFound, type Answer } from './respond.ts';
 import { cursorOf, type SseHub } from './sse.ts';
+import type { Call, Route, Target } from './route-table.ts';
 
 /** The longest `?wait=` on a delegation, in seconds. */
 export const MAX_WAIT_SECONDS = 60;
-
-/** What a handler reads of the request target: a URL, or a plain path's own (api.ts). */
-export interface Target {
-  readonly pathname: string;
-  readonly searchParams: URLSearchParams;
-}
-
-export interface Call {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly ctx: ListenerContext;
-  readonly url: Target;
-  readonly params: Readonly<Record<string, string>>;
-  readonly body: Record<string, unknown>;
-}
-
-/** An answer, or `streamed` when the handler wrote the response itself (the event stream). */
-export type Handler = (call: Call) => Answer | 'streamed' | Promise<Answer | 'streamed'>;
-
-export interface Route {
-  readonly path: readonly string[];
-  readonly methods: Readonly<Partial<Record<'GET' | 'POST' | 'DELETE', Handler>>>;
-  /** An event stream: long-lived, so no request span. */
-  readonly stream?: boolean;
-}
 
 export interface RouteDeps {
   readonly server: ServerHub;
@@ -388,23 +362,4 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       },
     },
   ];
-}
-
-/** The route and its path parameters, or undefined. An indexed loop: every request runs it (bench: http.steer). */
-export function match(routes: readonly Route[], segments: readonly string[]): { route: Route; params: Record<string, string> } | undefined {
-  outer: for (const route of routes) {
-    const path = route.path;
-    if (path.length !== segments.length) continue;
-    const params: Record<string, string> = {};
-    for (let i = 0; i < path.length; i++) {
-      const p = path[i] ?? '';
-      const s = segments[i] ?? '';
-      if (p.charCodeAt(0) === 58 /* ':' */) {
-        if (s === '') continue outer;
-        params[p.slice(1)] = s;
-      } else if (p !== s) continue outer;
-    }
-    return { route, params };
-  }
-  return undefined;
 }

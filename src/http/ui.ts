@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { AUTH_COOKIE, cookieValue, type TokenCheck } from '../server/auth.ts';
 import { RpcCode } from '../server/errors.ts';
 import { HttpCode, httpError, notFound, send, type Answer } from './respond.ts';
-import type { Target } from './routes.ts';
+import type { Target } from './route-table.ts';
 
 /** Where the dashboard's files are, from src/http/ and from the build's dist/http/ alike. */
 export const DEFAULT_UI_DIR = fileURLToPath(new URL('../../src/http/ui/', import.meta.url));
