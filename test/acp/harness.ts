@@ -11,6 +11,7 @@ import type { ClientConnection, SessionNotification } from '@agentclientprotocol
 import { answer, FakeModel } from '../helpers/fake-model.ts';
 import { ModelRouter } from '../helpers/model-router.ts';
 import { ROOT, spawnSubrun, WAIT_MS, type Proc } from '../helpers/process.ts';
+import { splitLines } from '../helpers/split.ts';
 
 export type WireMsg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -52,33 +53,29 @@ export function startAcp(modelUrl: string, extra: readonly string[] = [], env: R
   const proc = spawnSubrun(['serve', '--acp', '--base-url', modelUrl, '--model', 'fake', '--workspace', ROOT, '--max-spawn-depth', '2', ...extra], env);
   const wire: WireMsg[] = [];
   const waiters: Array<{ pred: (m: WireMsg) => boolean; resolve: (m: WireMsg) => void }> = [];
-  let buf = '';
   let feed!: ReadableStreamDefaultController<Uint8Array>;
   const readable = new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) });
   const encoder = new TextEncoder();
-  proc.child.stdout.on('data', (chunk: Buffer) => {
-    buf += chunk.toString('utf8');
-    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      let m: WireMsg;
-      try {
-        m = JSON.parse(line) as WireMsg;
-        if (typeof m !== 'object' || m === null) m = { nonJson: line };
-      } catch {
-        m = { nonJson: line };
-      }
-      wire.push(m);
-      for (let i = waiters.length - 1; i >= 0; i--) {
-        const w = waiters[i];
-        if (w && safe(w.pred, m)) {
-          waiters.splice(i, 1);
-          w.resolve(m);
-        }
-      }
-      feed.enqueue(encoder.encode(`${line}\n`));
+  // Split as bytes, then decoded a line at a time: a chunk may end inside a character.
+  const lines = splitLines((line) => {
+    let m: WireMsg;
+    try {
+      m = JSON.parse(line) as WireMsg;
+      if (typeof m !== 'object' || m === null) m = { nonJson: line };
+    } catch {
+      m = { nonJson: line };
     }
+    wire.push(m);
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      const w = waiters[i];
+      if (w && safe(w.pred, m)) {
+        waiters.splice(i, 1);
+        w.resolve(m);
+      }
+    }
+    feed.enqueue(encoder.encode(`${line}\n`));
   });
+  proc.child.stdout.on('data', (chunk: Buffer) => lines.push(chunk));
   proc.child.stdout.on('end', () => feed.close());
   const updates: SessionNotification[] = [];
   const conn = acp

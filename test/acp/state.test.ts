@@ -9,6 +9,7 @@ import { RpcLink } from '../../src/rpc/link.ts';
 import { silentLogger } from '../../src/log.ts';
 import { RpcServer } from '../../src/rpc/server.ts';
 import { ROOT } from '../helpers/process.ts';
+import { splitLines } from '../helpers/split.ts';
 import { deferred, type WireMsg } from './harness.ts';
 
 let server: RpcServer;
@@ -24,16 +25,12 @@ beforeEach(() => {
   const output = new PassThrough();
   wire.length = 0;
   waiters = [];
-  let buf = '';
-  output.on('data', (chunk: Buffer) => {
-    buf += chunk.toString('utf8');
-    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-      const m = JSON.parse(buf.slice(0, nl)) as WireMsg;
-      buf = buf.slice(nl + 1);
-      wire.push(m);
-      waiters = waiters.filter((w) => !(w.pred(m) && (w.resolve(m), true)));
-    }
+  const lines = splitLines((line) => {
+    const m = JSON.parse(line) as WireMsg;
+    wire.push(m);
+    waiters = waiters.filter((w) => !(w.pred(m) && (w.resolve(m), true)));
   });
+  output.on('data', (chunk: Buffer) => lines.push(chunk));
   acp = acpStdio({
     server,
     input,

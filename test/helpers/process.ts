@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import WebSocket, { type ClientOptions } from 'ws';
+import { splitLines } from './split.ts';
 
 export const BIN = fileURLToPath(new URL('../../bin/subrun.js', import.meta.url));
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -116,18 +117,11 @@ export class Inbox<T> {
 /** Splits a byte stream into lines on LF only (a CR before it is kept in the line). */
 export function lineInbox(stream: Readable, label: string): Inbox<string> {
   const inbox = new Inbox<string>(label);
-  let buf = Buffer.alloc(0);
-  stream.on('data', (chunk: Buffer) => {
-    buf = Buffer.concat([buf, chunk]);
-    for (;;) {
-      const nl = buf.indexOf(0x0a);
-      if (nl < 0) break;
-      inbox.push(buf.subarray(0, nl).toString('utf8'));
-      buf = buf.subarray(nl + 1);
-    }
-  });
+  const lines = splitLines((line) => inbox.push(line));
+  stream.on('data', (chunk: Buffer) => lines.push(chunk));
   stream.on('end', () => {
-    if (buf.length > 0) inbox.push(buf.toString('utf8'));
+    const rest = lines.rest();
+    if (rest !== undefined) inbox.push(rest);
     inbox.end();
   });
   return inbox;

@@ -40,10 +40,16 @@ describe('a burst of large completions at the default --max-outbound-bytes', () 
 
     // The WebSocket that reads: every completion, whole, then the delegation's entry and idle.
     const wsEvents: WireEvent[] = [];
-    for (;;) {
-      const e = await nextEvent(peer, (x) => x.session_id === session_id, WAIT_MS, 'the burst on the WebSocket');
-      wsEvents.push(e);
-      if (e.type === 'session.idle') break;
+    try {
+      for (;;) {
+        const e = await nextEvent(peer, (x) => x.session_id === session_id, WAIT_MS, 'the burst on the WebSocket');
+        wsEvents.push(e);
+        if (e.type === 'session.idle') break;
+      }
+    } catch (err) {
+      // Say which peers the server dropped, and after which events: a reader dropped as stopped is the bug this test is for.
+      const said = server.proc.stderr.all.filter((l) => l.includes('dropping'));
+      throw new Error(`${String(err)}; got ${wsEvents.map((e) => e.type).join(', ') || 'nothing'}; the server: ${said.join(' | ') || 'no drop'}`);
     }
     const summaries = (events: readonly { type: string; payload: Record<string, unknown> }[]) =>
       events

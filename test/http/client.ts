@@ -3,6 +3,7 @@
 // (event-driven waits through Inbox, no sleeps).
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { Inbox, startWsServer, WAIT_MS, type WsServer } from '../helpers/process.ts';
+import { splitOn } from '../helpers/split.ts';
 
 export interface HttpServer extends WsServer {
   readonly base: string;
@@ -108,29 +109,24 @@ export function openSse(server: HttpServer, path: string, headers: Record<string
   return new Promise((resolve, reject) => {
     const r = httpRequest(`${server.base}${path}`, { headers: { Authorization: `Bearer ${server.token}`, Accept: 'text/event-stream', ...headers } }, (res) => {
       const frames = new Inbox<Frame>(`sse ${path}`);
-      let buf = '';
       let all = '';
       res.setEncoding('utf8');
+      const feed = splitOn('\n\n', (block) => {
+        const f: Record<string, string> = {};
+        for (const line of block.split('\n')) {
+          if (line.startsWith(':')) f.comment = line.slice(1).trim();
+          else {
+            const c = line.indexOf(':');
+            const name = c < 0 ? line : line.slice(0, c);
+            const value = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
+            f[name] = f[name] === undefined ? value : `${f[name]}\n${value}`;
+          }
+        }
+        frames.push(f);
+      });
       res.on('data', (chunk: string) => {
         all += chunk;
-        buf += chunk;
-        for (;;) {
-          const end = buf.indexOf('\n\n');
-          if (end < 0) break;
-          const block = buf.slice(0, end);
-          buf = buf.slice(end + 2);
-          const f: Record<string, string> = {};
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) f.comment = line.slice(1).trim();
-            else {
-              const c = line.indexOf(':');
-              const name = c < 0 ? line : line.slice(0, c);
-              const value = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
-              f[name] = f[name] === undefined ? value : `${f[name]}\n${value}`;
-            }
-          }
-          frames.push(f);
-        }
+        feed(chunk);
       });
       res.on('end', () => frames.end());
       res.on('close', () => frames.end());
