@@ -39,6 +39,13 @@ function sharedFrame(seq: number, type: string, text: string): string {
   return lastFrame;
 }
 
+/**
+ * The last frame of a stream the server ended (the session closed, the server shut down): a
+ * comment, which EventSource ignores. A close-delimited body cannot say it is complete, so a raw
+ * client tells a clean end from a cut (a dropped consumer, a crash) by it (docs/http.md).
+ */
+export const END_FRAME = ': end\n\n';
+
 class Stream implements FrameSink {
   readonly #res: ServerResponse;
   readonly #backlog: Backlog;
@@ -87,6 +94,7 @@ class Stream implements FrameSink {
   close(): void {
     if (this.#ended) return;
     this.#ended = true;
+    if (!this.#res.destroyed) this.#res.write(END_FRAME);
     if (this.#corked) this.#uncork();
     this.#res.end();
   }
@@ -132,7 +140,8 @@ export class SseHub {
     const opened = subscribe(this.#server, session_id, session_key, cursor, stream, () => {
       ctx.owe();
       // The stream is the connection's last response: its body ends with the connection (no
-      // chunk framing), so each frame is one socket write instead of four (bench: http.sse).
+      // chunk framing), so each frame is one chunk of the socket's write queue instead of four
+      // (bench: http.sse). A clean end says so in its last frame (END_FRAME).
       res.useChunkedEncodingByDefault = false;
       res.writeHead(200, {
         'Content-Type': 'text/event-stream; charset=utf-8',

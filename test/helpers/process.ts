@@ -31,7 +31,7 @@ function madeStateHome(env: NodeJS.ProcessEnv, extra: Record<string, string>): s
   return extra.XDG_STATE_HOME === undefined ? env.XDG_STATE_HOME : undefined;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     p.finally(() => clearTimeout(timer)),

@@ -47,7 +47,8 @@ describe('a burst of large completions at the default --max-outbound-bytes', () 
         if (e.type === 'session.idle') break;
       }
     } catch (err) {
-      // Say which peers the server dropped, and after which events: a reader dropped as stopped is the bug this test is for.
+      // Say what the WebSocket got and every drop the server logged: the two paused peers' are
+      // expected; a third is a reader dropped as stopped, the bug this test is for.
       const said = server.proc.stderr.all.filter((l) => l.includes('dropping'));
       throw new Error(`${String(err)}; got ${wsEvents.map((e) => e.type).join(', ') || 'nothing'}; the server: ${said.join(' | ') || 'no drop'}`);
     }

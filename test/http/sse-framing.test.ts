@@ -1,10 +1,10 @@
 // The event stream's bytes on the wire, read over raw TCP: the response is the connection's last
-// (`Connection: close`, no `Transfer-Encoding: chunked`), so its body is the SSE frames alone, one
-// socket write each rather than a chunk-size line, the frame and a CRLF; and the body ends with the
-// connection when the session closes, which is how a close-delimited body says it is complete.
+// (`Connection: close`, no `Transfer-Encoding: chunked`), so its body is the SSE frames alone, not
+// each wrapped in a chunk-size line and CRLFs; the body ends with the connection, and a stream the
+// server ended says so in its last frame (`: end`), which a cut stream lacks.
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { killAll } from '../helpers/process.ts';
+import { killAll, WAIT_MS, withTimeout } from '../helpers/process.ts';
 import { createSession, req, scripted, spawn, startHttp, type HttpServer } from './client.ts';
 
 let server: HttpServer;
@@ -14,7 +14,12 @@ beforeAll(async () => {
 afterAll(killAll);
 
 /** Everything the socket receives, and a promise of the moment the server closes it. */
-function rawGet(path: string): { socket: Socket; received: () => string; ended: Promise<void>; until: (pred: (s: string) => boolean) => Promise<void> } {
+function rawGet(path: string): {
+  socket: Socket;
+  received: () => string;
+  ended: Promise<void>;
+  until: (pred: (s: string) => boolean, what: string) => Promise<void>;
+} {
   const socket = connect(server.port, '127.0.0.1');
   let text = '';
   const waiters: Array<{ pred: (s: string) => boolean; done: () => void }> = [];
@@ -35,11 +40,12 @@ function rawGet(path: string): { socket: Socket; received: () => string; ended: 
     socket,
     received: () => text,
     ended,
-    until: (pred) => (pred(text) ? Promise.resolve() : new Promise((done) => waiters.push({ pred, done }))),
+    until: (pred, what) =>
+      pred(text) ? Promise.resolve() : withTimeout(new Promise((done) => waiters.push({ pred, done })), WAIT_MS, `${what}; got ${text.length} bytes`),
   };
 }
 
-it('sends the frames alone, close-delimited, and ends the body with the connection when the session closes', async () => {
+it('sends the frames alone, close-delimited, and ends the body with `: end` and the connection when the session closes', async () => {
   const s = await createSession(server);
   const raw = rawGet(`/v1/sessions/${s.session_id}/events?session_key=${encodeURIComponent(s.session_key)}`);
   try {
@@ -50,7 +56,7 @@ it('sends the frames alone, close-delimited, and ends the body with the connecti
         { op: 'finish', summary: 'ok' },
       ]),
     ]);
-    await raw.until((t) => t.includes('event: session.idle\n'));
+    await raw.until((t) => t.includes('event: session.idle\n'), 'session.idle on the stream');
     const text = raw.received();
     const split = text.indexOf('\r\n\r\n');
     const head = text.slice(0, split).toLowerCase().split('\r\n');
@@ -70,8 +76,10 @@ it('sends the frames alone, close-delimited, and ends the body with the connecti
     // The session closes: the stream ends, and with it the connection (the body's end).
     const closed = await req(server, 'DELETE', `/v1/sessions/${s.session_id}`, { key: s.session_key });
     expect(closed.status).toBe(200);
+    expect(body.includes(': end')).toBe(false);
     await raw.ended;
-    expect(raw.received().endsWith('\n\n')).toBe(true);
+    // The server ended it: its last frame says so.
+    expect(raw.received().endsWith('\n\n: end\n\n')).toBe(true);
   } finally {
     raw.socket.destroy();
   }
