@@ -39,6 +39,8 @@ export class Backlog {
   /** What had drained at the last check (`#added - buffered`). */
   #mark = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** A watch begun whose interval has not started yet (#watch). */
+  #arming = false;
   #dropped = false;
 
   constructor(opts: BacklogOptions) {
@@ -80,9 +82,16 @@ export class Backlog {
   }
 
   #watch(buffered: number): void {
-    if (this.#timer !== undefined) return;
+    if (this.#timer !== undefined || this.#arming) return;
     this.#mark = this.#added - buffered;
-    this.#arm();
+    // The interval starts once the turn that queued the burst is over (the check phase comes after
+    // the poll in which its socket first drains): a turn longer than the interval, a loaded server
+    // making a large burst, must not leave the peer less than a whole one (test/rpc/backlog-long-turn.test.ts).
+    this.#arming = true;
+    setImmediate(() => {
+      this.#arming = false;
+      if (!this.#dropped) this.#arm();
+    }).unref();
   }
 
   #arm(): void {
