@@ -3,7 +3,9 @@
 // - SSE throughput to 1 and to 4 readers, each its own raw-TCP process (bench/servers/sse-reader.ts),
 //   while a session's children emit E events a round; events delivered per second, against the
 //   bare server writing the very same frames (subrun's bytes, captured from a warm round), one
-//   write per frame. Server CPU per delivered event beside it, and whether a reader was the bound.
+//   write per frame, with node:http's default chunked framing; and (`.vs_unchunked_bare`) the same
+//   bare writer close-delimited, as subrun's stream is. Server CPU per delivered event beside it,
+//   and whether a reader was the bound.
 // - steer under concurrency: Debian's `wrk` (one thread) at 1, 16 and 64 connections, round-robin
 //   over 16 children that hold their steers, a fresh session each round; p50, p99 and steers/s
 //   against the bare server answering the same 202 JSON, and server CPU per request.
@@ -206,17 +208,25 @@ export const httpCase: BenchCase = {
         stops.push(() => bareReaders.stop());
         const subRounds: Round[] = [];
         const bareRounds: Round[] = [];
+        // Interleaved as the others, in its own rounds: the bare writer without chunk framing.
+        const rawRounds: Round[] = [];
+        const bareFire = async () => {
+          await post(b.port, '/fire', '{}');
+        };
         for (let i = 0; i < z.rounds; i++) {
           subRounds.push(await measure(sub.proc, subReaders, () => fire(s)));
-          bareRounds.push(
-            await measure(b.proc, bareReaders, async () => {
-              await post(b.port, '/fire', '{}');
-            }),
-          );
+          bareRounds.push(await measure(b.proc, bareReaders, bareFire));
         }
+        await bareReaders.stop();
+        const rawReaders = await startReaders(n, b.port, '/events?raw=1', BENCH_TOKEN);
+        stops.push(() => rawReaders.stop());
+        for (let i = 0; i < z.rounds; i++) {
+          subRounds.push(await measure(sub.proc, subReaders, () => fire(s)));
+          rawRounds.push(await measure(b.proc, rawReaders, bareFire));
+        }
+        await rawReaders.stop();
         await subReaders.stop();
         await closeSession(port, s);
-        await bareReaders.stop();
         const m = (rs: Round[], k: keyof Round) => median(rs.map((r) => r[k]));
         rows.push(
           row({
@@ -229,6 +239,16 @@ export const httpCase: BenchCase = {
             note:
               `${frameCount} events a round to ${n} reader process${n > 1 ? 'es' : ''}; server CPU ${m(subRounds, 'cpuPerEvent').toFixed(2)} µs per delivered event ` +
               `(bare ${m(bareRounds, 'cpuPerEvent').toFixed(2)}); subrun ${bound(m(subRounds, 'clientCore'))}, bare ${bound(m(bareRounds, 'clientCore'))}`,
+          }),
+        );
+        rows.push(
+          row({
+            case: `http.sse.events_per_s@${n}reader${n > 1 ? 's' : ''}.vs_unchunked_bare`,
+            figure: m(subRounds, 'rate'),
+            unit: 'events/s',
+            baseline: m(rawRounds, 'rate'),
+            baseline_unit: 'events/s (bare node:http, close-delimited as subrun)',
+            note: `the same frames without chunk framing; bare ${m(rawRounds, 'cpuPerEvent').toFixed(2)} µs per delivered event (chunked ${m(bareRounds, 'cpuPerEvent').toFixed(2)})`,
           }),
         );
         // The floor: the bare server's cost per delivered event plus the runtime's cost of making

@@ -1,5 +1,6 @@
 // Baseline for the HTTP case: a bare node:http server on 127.0.0.1. `GET /events` holds an SSE
-// response (the same headers and `retry:` line as subrun's); `POST /fire` writes the frames of
+// response (the same headers and `retry:` line as subrun's; node:http's default chunked framing,
+// or with `?raw=1` close-delimited, as subrun's is); `POST /fire` writes the frames of
 // BENCH_FRAMES_FILE (subrun's own bytes, captured once) to every open stream, one frame per write
 // and one tick's frames per socket write, as subrun does; `POST /steer` reads the body and answers
 // 202 with BENCH_RESULT. Prints `listening PORT` on stdout. Run as its own process.
@@ -12,6 +13,8 @@ const streams = new Set<ServerResponse>();
 
 const server = createServer((req, res) => {
   if (req.method === 'GET' && req.url?.startsWith('/events')) {
+    // `?raw=1`: the body close-delimited, as subrun's own stream is (no chunk framing).
+    if (req.url.includes('raw=1')) res.useChunkedEncodingByDefault = false;
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-store',
