@@ -44,7 +44,7 @@ function sharedFrame(seq: number, type: string, text: string): string {
  * comment, which EventSource ignores. A close-delimited body cannot say it is complete, so a raw
  * client tells a clean end from a cut (a dropped consumer, a crash) by it (docs/http.md).
  */
-export const END_FRAME = ': end\n\n';
+const END_FRAME = ': end\n\n';
 
 class Stream implements FrameSink {
   readonly #res: ServerResponse;

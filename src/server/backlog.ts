@@ -40,7 +40,7 @@ export class Backlog {
   #mark = 0;
   #timer: NodeJS.Timeout | undefined;
   /** A watch begun whose interval has not started yet (#watch). */
-  #arming = false;
+  #arming: NodeJS.Immediate | undefined;
   #dropped = false;
 
   constructor(opts: BacklogOptions) {
@@ -82,15 +82,14 @@ export class Backlog {
   }
 
   #watch(buffered: number): void {
-    if (this.#timer !== undefined || this.#arming) return;
+    if (this.#timer !== undefined || this.#arming !== undefined) return;
     this.#mark = this.#added - buffered;
     // The interval starts once the turn that queued the burst is over (the check phase comes after
     // the poll in which its socket first drains): a turn longer than the interval, a loaded server
     // making a large burst, must not leave the peer less than a whole one (test/rpc/backlog-long-turn.test.ts).
-    this.#arming = true;
-    setImmediate(() => {
-      this.#arming = false;
-      if (!this.#dropped) this.#arm();
+    this.#arming = setImmediate(() => {
+      this.#arming = undefined;
+      this.#arm();
     }).unref();
   }
 
@@ -119,5 +118,7 @@ export class Backlog {
   #stop(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
+    if (this.#arming !== undefined) clearImmediate(this.#arming);
+    this.#arming = undefined;
   }
 }

@@ -73,10 +73,10 @@ it('sends the frames alone, close-delimited, and ends the body with `: end` and 
       .filter((f) => f !== '');
     expect(frames.length).toBeGreaterThan(3);
     for (const f of frames) expect(f).toMatch(/^id: \d+\nevent: [a-z._]+\ndata: \{.*\}$/s);
+    expect(body.includes(': end')).toBe(false);
     // The session closes: the stream ends, and with it the connection (the body's end).
     const closed = await req(server, 'DELETE', `/v1/sessions/${s.session_id}`, { key: s.session_key });
     expect(closed.status).toBe(200);
-    expect(body.includes(': end')).toBe(false);
     await raw.ended;
     // The server ended it: its last frame says so.
     expect(raw.received().endsWith('\n\n: end\n\n')).toBe(true);

@@ -36,5 +36,8 @@ it('gives a peer a whole interval after a burst turn longer than the interval be
   });
   await judged;
   expect(drops).toEqual([]);
+  // It was watched all the while: reading nothing more, it is dropped at the check after.
+  await new Promise((resolve) => setTimeout(resolve, CHECK_MS * 2));
+  expect(drops).toEqual(['stalled']);
   backlog.close();
 });
