@@ -5,13 +5,13 @@
 // (3) Control-plane CPU per remote child against a local child (goal: at most 2x), and from it
 // how many children one control plane core carries. Needs nats-server (Debian: apt install nats-server).
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { bySize, type BenchCase, type CaseOptions } from '../lib/case.ts';
-import { sequential, startProcess, wsClient, type RpcClient, type ServerProcess } from '../lib/rpc.ts';
+import { readCpu, sequential, startProcess, wsClient, type RpcClient, type ServerProcess } from '../lib/rpc.ts';
 import { median, percentile, row, type Row } from '../lib/stats.ts';
 import { connectWs, subrunWs } from '../lib/subrun.ts';
 import { startNats, type Nats } from '../../test/helpers/nats.ts';
@@ -23,7 +23,7 @@ interface Sizes {
   readonly rounds: number;
   readonly spawns: number;
   readonly children: number;
-  /** Children's worth of traffic replayed to the bare NATS floor (its CPU is read in 10 ms ticks). */
+  /** Children's worth of traffic replayed to the bare NATS floor. */
   readonly floorChildren: number;
 }
 const SIZES = {
@@ -32,12 +32,8 @@ const SIZES = {
   tiny: { steers: 20, rounds: 1, spawns: 2, children: 6, floorChildren: 20 },
 };
 
-/** utime + stime of a process, in ms (from /proc; 10 ms ticks). */
-function cpuMs(pid: number | undefined): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+/** CPU time of a process, ms (exact: bench/lib/rpc.ts readCpu). */
+const cpuMs = (pid: number | undefined): number => readCpu(pid) / 1000;
 
 /**
  * Runs each loop `count` times in all, sequential round trips, interleaved: `rounds` rounds, each

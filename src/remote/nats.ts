@@ -1,10 +1,11 @@
 // The NATS connection of the control plane and of each worker: checked at start (reachable, JetStream,
 // the steer stream) so a bad server is one line and exit 2; afterwards it reconnects for ever.
-import { connect, errors, RequestError, type NatsConnection } from '@nats-io/transport-node';
+import { connect, errors, RequestError, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { systemClock, type Clock } from '../clock.ts';
 import { STEER_MAX_AGE_NS, STEER_STREAM, subjects } from './wire.ts';
 import { Latch, within } from './wait.ts';
+import { NoAnswerError, Requests, type RequestOptions } from './requests.ts';
 
 /** Why NATS could not be used at start: the CLI prints the message as its one line and exits 2. */
 export class NatsStartError extends Error {
@@ -21,6 +22,10 @@ export interface NatsLink {
   readonly downSince: number | undefined;
   /** Resolves at once when connected, or on reconnect; false if the outage passes `bound_ms` first. */
   whenUp(bound_ms: number): Promise<boolean>;
+  /** A request on the link's own inbox (requests.ts: no Error made per request); NoAnswerError when none comes. */
+  request(subject: string, data: Uint8Array | string, opts: RequestOptions): Promise<Msg>;
+  /** A JetStream publish resolved once stored (requests.ts). */
+  publishAck(subject: string, data: Uint8Array | string, opts: { readonly msgID: string; readonly timeout: number }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -56,6 +61,7 @@ export async function openNats(url: string, name: string, clock: Clock = systemC
     throw new NatsStartError(`NATS at ${url} has no usable JetStream (start nats-server with -js): ${describe(err)}`);
   }
   const js = jetstream(nc);
+  const requests = new Requests(nc);
   let downSince: number | undefined;
   // Opened true on reconnect, false on close; a new one for each outage.
   let up = new Latch<boolean>();
@@ -86,6 +92,8 @@ export async function openNats(url: string, name: string, clock: Clock = systemC
       if (left <= 0) return false;
       return (await within(clock, left, up.promise)) ?? false;
     },
+    request: (subject, data, opts) => requests.request(subject, data, opts),
+    publishAck: (subject, data, opts) => requests.publishAck(subject, data, opts),
     close: async () => {
       up.open(false);
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
@@ -118,6 +126,7 @@ async function ensureSteerStream(jsm: JetStreamManager): Promise<void> {
 
 /** A request that got no answer within its timeout. */
 export function isTimeout(err: unknown): boolean {
+  if (err instanceof NoAnswerError) return err.reason === 'timeout';
   return err instanceof errors.TimeoutError || (err instanceof RequestError && err.cause instanceof errors.TimeoutError);
 }
 
@@ -127,6 +136,7 @@ export function isTimeout(err: unknown): boolean {
  * subject, so the message surely was not stored.
  */
 export function isNoResponders(err: unknown): boolean {
+  if (err instanceof NoAnswerError) return err.reason === 'no_responders';
   if (err instanceof RequestError) return err.isNoResponders();
   return err instanceof Error && err.cause instanceof RequestError && err.cause.isNoResponders();
 }

@@ -1,7 +1,7 @@
 // An interrupt a worker never answers is asked a bounded number of times, then the child settles
 // alone as child_lost: the real runtime and RemoteChild over a NATS link the test plays, manual clock.
 import { describe, expect, it } from 'vitest';
-import { errors, type NatsConnection } from '@nats-io/transport-node';
+import { errors, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { silentLogger } from '../../src/log.ts';
 import type { NatsLink } from '../../src/remote/nats.ts';
@@ -51,6 +51,8 @@ function rig() {
     connected: true,
     downSince: undefined,
     whenUp: () => Promise.resolve(true),
+    request: (subject) => nats.request(subject) as Promise<Msg>,
+    publishAck: () => Promise.reject(new Error('no steer is published here')),
     close: () => Promise.resolve(),
   };
   const workers = new WorkerTable({ loss_ms: 3_600_000, outage_ms: 3_600_000, logger: silentLogger, clock, downSince: () => undefined, onLost: () => {} });

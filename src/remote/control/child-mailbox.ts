@@ -32,11 +32,11 @@ export class ChildMailbox {
    * `unknown`, and the steer is accounted like any other.
    */
   publish(steer: Steer): Promise<SteerCommit> {
-    const { js, nc } = this.#p.link;
+    const { link } = this.#p;
     this.#used = true;
-    const commit = js.publish(subjects.steer(this.#child), encode(steer), { msgID: steer.steer_id, timeout: this.#p.publish_ms }).then(
+    const commit = link.publishAck(subjects.steer(this.#child), encode(steer), { msgID: steer.steer_id, timeout: this.#p.publish_ms }).then(
       (): SteerCommit => 'stored',
-      (err: unknown): SteerCommit => (nc.isClosed() || isNoResponders(err) ? 'refused' : 'unknown'),
+      (err: unknown): SteerCommit => (link.nc.isClosed() || isNoResponders(err) ? 'refused' : 'unknown'),
     );
     this.#inflight.set(steer.steer_id, commit);
     void commit.finally(() => this.#inflight.delete(steer.steer_id));

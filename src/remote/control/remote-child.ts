@@ -172,7 +172,7 @@ export class RemoteChild implements RemoteChildHandle {
     const headers = traceHeaders(trace);
     let reply: AssignReply | undefined;
     try {
-      const answer = await this.#p.link.nc.request(subjects.assign(w.id), encode(msg), { timeout: REQUEST_MS, ...(headers ? { headers } : {}) });
+      const answer = await this.#p.link.request(subjects.assign(w.id), encode(msg), { timeout: REQUEST_MS, ...(headers ? { headers } : {}) });
       reply = tryParse(assignReplySchema, answer.data);
     } catch (err) {
       this.#p.workers.release(w.id);
@@ -233,7 +233,7 @@ export class RemoteChild implements RemoteChildHandle {
     for (let attempt = 1; !this.#settled.opened && this.worker !== undefined; attempt++) {
       const { worker, epoch } = this;
       try {
-        await this.#p.link.nc.request(subjects.control(this.id), encode({ op: 'interrupt', epoch }), { timeout: REQUEST_MS });
+        await this.#p.link.request(subjects.control(this.id), encode({ op: 'interrupt', epoch }), { timeout: REQUEST_MS });
         return;
       } catch (err) {
         if (isNoResponders(err)) return this.#gone(worker, epoch, 'is no longer', false);

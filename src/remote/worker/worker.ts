@@ -244,7 +244,7 @@ export class Worker {
   async #receipt(a: Assign): Promise<readonly Steer[] | undefined> {
     const req: TakenRequest = { epoch: a.epoch, worker: this.id };
     try {
-      const m = await this.#link.nc.request(subjects.taken(a.child), encode(req), { timeout: RECEIPT_MS });
+      const m = await this.#link.request(subjects.taken(a.child), encode(req), { timeout: RECEIPT_MS });
       const reply = tryParse(takenReplySchema, m.data);
       return reply?.ok ? reply.steers : undefined;
     } catch {
@@ -304,7 +304,7 @@ export class Worker {
     const headers = traceHeaders(trace);
     for (;;) {
       try {
-        return await this.#link.nc.request(subjects.spawn(held.assign.child), encode(req), { timeout: 5000, ...(headers ? { headers } : {}) });
+        return await this.#link.request(subjects.spawn(held.assign.child), encode(req), { timeout: 5000, ...(headers ? { headers } : {}) });
       } catch (err) {
         if (!held.ctx.open || this.#clock.now() >= until || !(isNoResponders(err) || isTimeout(err))) throw err;
         await sleep(this.#clock, 500, held.ctx.signal);
