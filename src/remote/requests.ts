@@ -19,7 +19,7 @@ export class NoAnswerError extends Error {
   }
 }
 
-/** A JetStream publish the server answered with an error (the stream refused the message). */
+/** A JetStream publish the stream answered with an error: it did not store the message. */
 export class PublishRefusedError extends Error {
   override readonly name = 'PublishRefusedError';
 }
@@ -82,19 +82,20 @@ export class Requests {
   /**
    * A JetStream publish with its message id (a retry within the stream's duplicate window is
    * stored once), resolved once the stream has stored it. No stream on the subject: NoAnswerError
-   * `no_responders`; the stream's own refusal: PublishRefusedError.
+   * `no_responders`; the stream's own refusal (a limit, no storage left): PublishRefusedError.
+   * An answer that is no ack at all is a plain Error: whether it was stored is unknown.
    */
   async publishAck(subject: string, data: Uint8Array | string, opts: { readonly msgID: string; readonly timeout: number }): Promise<void> {
     const headers = natsHeaders();
     headers.set('Nats-Msg-Id', opts.msgID);
     const m = await this.request(subject, data, { timeout: opts.timeout, headers });
     const ack: unknown = JSON.parse(decoder.decode(m.data));
-    if (typeof ack !== 'object' || ack === null) throw new PublishRefusedError(`not a publish ack on ${subject}`);
+    if (typeof ack !== 'object' || ack === null) throw new Error(`not a publish ack on ${subject}`);
     if ('error' in ack) {
       const e = ack.error;
       throw new PublishRefusedError(typeof e === 'object' && e !== null && 'description' in e ? String(e.description) : 'refused by the stream');
     }
-    if (!('stream' in ack) || typeof ack.stream !== 'string' || ack.stream === '') throw new PublishRefusedError(`not a publish ack on ${subject}`);
+    if (!('stream' in ack) || typeof ack.stream !== 'string' || ack.stream === '') throw new Error(`not a publish ack on ${subject}`);
   }
 
   #answer(m: Msg): void {

@@ -4,6 +4,7 @@
 import { sleep } from '../../clock.ts';
 import type { Steer, SteerCommit } from '../../types.ts';
 import { describe, isNoResponders } from '../nats.ts';
+import { PublishRefusedError } from '../requests.ts';
 import { encode, STEER_STREAM, subjects } from '../wire.ts';
 import { within } from '../wait.ts';
 import type { PlacementPort } from './port.ts';
@@ -28,15 +29,16 @@ export class ChildMailbox {
   /**
    * Publishes an accepted steer with msgID = steer_id (a retry is deduplicated). No ack within the
    * bound does not mean it is not stored (a stalled server stores it later): unless the publish
-   * surely never left (the connection closed) or no stream took it (no responders), its outcome is
-   * `unknown`, and the steer is accounted like any other.
+   * surely never left (the connection closed), no stream took it (no responders) or the stream
+   * answered that it refused it (a limit, no storage left), its outcome is `unknown`, and the
+   * steer is accounted like any other.
    */
   publish(steer: Steer): Promise<SteerCommit> {
     const { link } = this.#p;
     this.#used = true;
     const commit = link.publishAck(subjects.steer(this.#child), encode(steer), { msgID: steer.steer_id, timeout: this.#p.publish_ms }).then(
       (): SteerCommit => 'stored',
-      (err: unknown): SteerCommit => (link.nc.isClosed() || isNoResponders(err) ? 'refused' : 'unknown'),
+      (err: unknown): SteerCommit => (link.nc.isClosed() || isNoResponders(err) || err instanceof PublishRefusedError ? 'refused' : 'unknown'),
     );
     this.#inflight.set(steer.steer_id, commit);
     void commit.finally(() => this.#inflight.delete(steer.steer_id));
