@@ -69,12 +69,13 @@ export class Requests {
         const p = this.#pending.get(token);
         if (p) this.#settle(token, p).reject(new NoAnswerError('timeout', subject));
       }, opts.timeout);
-      this.#pending.set(token, { subject, resolve, reject, timer });
+      const pending: Pending = { subject, resolve, reject, timer };
+      this.#pending.set(token, pending);
       try {
         this.#nc.publish(subject, data, { reply: this.#prefix + token, ...(opts.headers ? { headers: opts.headers } : {}) });
       } catch (err) {
         // Closed (or draining): it never left.
-        this.#settle(token, { subject, resolve, reject, timer }).reject(this.#nc.isClosed() ? new NoAnswerError('closed', subject) : asError(err));
+        this.#settle(token, pending).reject(this.#nc.isClosed() ? new NoAnswerError('closed', subject) : asError(err));
       }
     });
   }

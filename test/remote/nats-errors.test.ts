@@ -10,6 +10,7 @@ import { ChildMailbox } from '../../src/remote/control/child-mailbox.ts';
 import { isNoResponders, isTimeout, openNats } from '../../src/remote/nats.ts';
 import { STEER_STREAM } from '../../src/remote/wire.ts';
 import { startNats, type Nats } from '../helpers/nats.ts';
+import { rejection } from '../helpers/rejection.ts';
 
 let nats: Nats;
 let nc: NatsConnection;
@@ -23,14 +24,6 @@ afterAll(async () => {
   await nc?.close();
   await nats?.dispose();
 });
-
-/** The rejection of `p`, which must reject. */
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => expect.unreachable('expected a rejection'),
-    (err: unknown) => err,
-  );
-}
 
 describe('isNoResponders', () => {
   it('is true for a request on a subject nobody subscribes to, false for one that times out', async () => {

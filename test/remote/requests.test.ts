@@ -12,6 +12,7 @@ import { isNoResponders, isTimeout, openNats, type NatsLink } from '../../src/re
 import { NoAnswerError, PublishRefusedError } from '../../src/remote/requests.ts';
 import { STEER_STREAM, subjects } from '../../src/remote/wire.ts';
 import { startNats, type Nats } from '../helpers/nats.ts';
+import { rejection } from '../helpers/rejection.ts';
 
 let nats: Nats;
 let link: NatsLink;
@@ -29,13 +30,6 @@ afterAll(async () => {
   await link?.close();
   await nats?.dispose();
 });
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => expect.unreachable('expected a rejection'),
-    (err: unknown) => err,
-  );
-}
 
 const text = (d: Uint8Array) => new TextDecoder().decode(d);
 
