@@ -269,6 +269,18 @@ export const httpCase: BenchCase = {
 
       // ---- steer under concurrency (wrk) ----
       const body = JSON.stringify({ text: 'steer text' });
+      const auth = { Authorization: `Bearer ${BENCH_TOKEN}`, 'Content-Type': 'application/json' };
+      {
+        // One round of each, unmeasured: the server's steer route warm before the first measured
+        // round, as the bare server (a few lines) is at once (bench/cases/scale-out.ts measured
+        // what a cold start costs a long-running server).
+        const s = await openSession(port);
+        const ids = await spawnHolders(port, s, HOLDERS);
+        const warm = { connections: Math.max(...z.connections), seconds: z.steerSeconds, body };
+        await wrk(port, { ...warm, paths: ids.map((id) => `/v1/sessions/${s.id}/subagents/${id}/steer`), headers: { ...auth, ...s.keyHeader } });
+        await closeSession(port, s);
+        await wrk(b.port, { ...warm, paths: ['/steer'], headers: auth });
+      }
       for (const c of z.connections) {
         const subR: Array<WrkResult & { cpu: number }> = [];
         const bareR: Array<WrkResult & { cpu: number }> = [];
@@ -278,7 +290,7 @@ export const httpCase: BenchCase = {
             connections: c,
             seconds: z.steerSeconds,
             paths,
-            headers: { Authorization: `Bearer ${BENCH_TOKEN}`, 'Content-Type': 'application/json', ...headers },
+            headers: { ...auth, ...headers },
             body,
           });
           if (r.badStatus > 0 || r.socketErrors > 0) throw new Error(`wrk at ${c}: ${r.badStatus} bad answers, ${r.socketErrors} socket errors`);

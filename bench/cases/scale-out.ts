@@ -21,15 +21,23 @@ interface Sizes {
   /** Steers per loop in all; the loops run interleaved in `rounds`. */
   readonly steers: number;
   readonly rounds: number;
+  /**
+   * Unmeasured first, for every loop alike: steers per loop, and children per plane. A control
+   * plane is a long-running process; measured cold, its first few thousand steers ran while V8 was
+   * still optimizing (its CPU per steer halved from the first 4,000 to the next), where the bare
+   * servers, a few lines each, were warm at once.
+   */
+  readonly warmSteers: number;
+  readonly warmChildren: number;
   readonly spawns: number;
   readonly children: number;
   /** Children's worth of traffic replayed to the bare NATS floor. */
   readonly floorChildren: number;
 }
 const SIZES = {
-  full: { steers: 2000, rounds: 8, spawns: 40, children: 400, floorChildren: 4000 },
-  quick: { steers: 600, rounds: 4, spawns: 15, children: 200, floorChildren: 2000 },
-  tiny: { steers: 20, rounds: 1, spawns: 2, children: 6, floorChildren: 20 },
+  full: { steers: 2000, rounds: 8, warmSteers: 4000, warmChildren: 800, spawns: 40, children: 600, floorChildren: 4000 },
+  quick: { steers: 600, rounds: 4, warmSteers: 2000, warmChildren: 400, spawns: 15, children: 200, floorChildren: 2000 },
+  tiny: { steers: 20, rounds: 1, warmSteers: 10, warmChildren: 2, spawns: 2, children: 6, floorChildren: 20 },
 };
 
 /** CPU time of a process, ms (exact: bench/lib/rpc.ts readCpu). */
@@ -144,6 +152,7 @@ export const scaleOutCase: BenchCase = {
         ws: () => bareClient.call('subagent.steer', { session_id: 'x', subagent_id: rid, text: 'steer' }),
         ack: () => js.publish('bench.steer', '{"steer_id":"st","text":"steer","seq":1}', { msgID: `m${++n}` }),
       };
+      await interleaved(steerLoops, sizes.warmSteers, 1);
       const lat = await interleaved(steerLoops, sizes.steers, sizes.rounds);
       await nc.close();
       const p50 = (k: keyof typeof steerLoops) => percentile(lat.get(k) ?? [], 50);
@@ -188,10 +197,10 @@ export const scaleOutCase: BenchCase = {
         return cpuMs(p.proc.child.pid) - before;
       };
       // Both planes' batches alternate (which goes first alternates too), for the same reason.
-      const cpuPerChild = async (a: Plane, b: Plane): Promise<[number, number]> => {
+      const cpuPerChild = async (a: Plane, b: Plane, children = sizes.children): Promise<[number, number]> => {
         let cpuA = 0;
         let cpuB = 0;
-        for (let left = sizes.children, k = 0; left > 0; k++) {
+        for (let left = children, k = 0; left > 0; k++) {
           const size = Math.min(left, 50);
           if (k % 2 === 0) {
             cpuA += await batchCpu(a, size);
@@ -202,12 +211,13 @@ export const scaleOutCase: BenchCase = {
           }
           left -= size;
         }
-        return [cpuA / sizes.children, cpuB / sizes.children];
+        return [cpuA / children, cpuB / children];
       };
       // The floor's traffic, from one untimed batch (the tap is one more subscriber on nats-server).
       const traffic = await captureTraffic(nats.url, async () => {
         await batchCpu(remote, 50);
       });
+      await cpuPerChild(remote, local, sizes.warmChildren);
       const [cpuRemote, cpuLocal] = await cpuPerChild(remote, local);
       const natsFloor = await natsFloorMs(nats.url, traffic, sizes.floorChildren);
       const carried = cpuRemote > 0 ? Math.floor(1000 / cpuRemote) : 0;
@@ -224,6 +234,7 @@ export const scaleOutCase: BenchCase = {
       const durableLocal = await plane(['--state-dir', stateDir()]);
       procs.push(durableLocal.proc);
       clients.push(durableLocal.client);
+      await cpuPerChild(durableRemote, durableLocal, sizes.warmChildren);
       const [cpuDurableRemote, cpuDurableLocal] = await cpuPerChild(durableRemote, durableLocal);
       opts.log(`scale-out: with a state directory, remote ${cpuDurableRemote.toFixed(3)} ms, local ${cpuDurableLocal.toFixed(3)} ms`);
 
