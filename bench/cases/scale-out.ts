@@ -35,8 +35,8 @@ interface Sizes {
   readonly floorChildren: number;
 }
 const SIZES = {
-  full: { steers: 2000, rounds: 8, warmSteers: 4000, warmChildren: 800, spawns: 40, children: 600, floorChildren: 4000 },
-  quick: { steers: 600, rounds: 4, warmSteers: 2000, warmChildren: 400, spawns: 15, children: 200, floorChildren: 2000 },
+  full: { steers: 2000, rounds: 8, warmSteers: 10000, warmChildren: 2000, spawns: 40, children: 600, floorChildren: 4000 },
+  quick: { steers: 600, rounds: 4, warmSteers: 2000, warmChildren: 600, spawns: 15, children: 200, floorChildren: 2000 },
   tiny: { steers: 20, rounds: 1, warmSteers: 10, warmChildren: 2, spawns: 2, children: 6, floorChildren: 20 },
 };
 
