@@ -319,6 +319,11 @@ export class ChildRecord {
     return this.#inbox.waitForSteer(this, cancel);
   }
 
+  /** Steers taken and never confirmed (missed with maybe_delivered if the runner is given up on now). */
+  takenSteerIds(): ReadonlySet<string> {
+    return this.#inbox.takenIds();
+  }
+
   /**
    * Stops accepting and hands back every undelivered steer (taken or queued) in acceptance order,
    * in one synchronous step: the steer promise's atomic close.

@@ -107,6 +107,11 @@ export class SteerInbox {
     return confirmed;
   }
 
+  /** Ids of the steers taken and not confirmed: what a runner that never reports back may have delivered. */
+  takenIds(): ReadonlySet<string> {
+    return new Set(this.#taken?.keys());
+  }
+
   /**
    * Closes acceptance and returns every undelivered steer (taken-but-unconfirmed and still
    * queued) in acceptance order. Synchronous by design: see the module header.

@@ -41,7 +41,8 @@ export const completionEntrySchema = z.strictObject({
   tokens: z.strictObject({ input: z.number().int().nonnegative(), output: z.number().int().nonnegative() }),
   tool_trace: z.array(z.strictObject({ tool: z.string(), status: z.enum(['ok', 'error', 'running']) })),
   missed_steer: z.string().optional(),
-  // With missed_steer, always: each missed steer; maybe_delivered only after a worker loss.
+  // With missed_steer, always: each missed steer; maybe_delivered only where a runner the runtime
+  // no longer hears from (a lost worker, a stopped server, an abandoned runner) had taken it.
   // requeued_from: a steer a revival queued again, and the id it had on the lost child.
   missed_steer_detail: z.array(z.strictObject({ steer_id: id, text: z.string(), maybe_delivered: z.boolean(), requeued_from: id.optional() })).optional(),
   /** Set on a child the server settled after a restart or a worker loss: whether subagent.revive can continue it. */

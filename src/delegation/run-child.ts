@@ -9,7 +9,10 @@ import type { Core } from './core.ts';
 import { RunnerLostError, type CompletionEntry, type FinalStatus, type MissedSteer, type RunOutcome, type Steer } from '../types.ts';
 
 type Settled =
-  { readonly kind: 'returned'; readonly outcome: RunOutcome } | { readonly kind: 'threw'; readonly error: unknown } | { readonly kind: 'abandoned' };
+  | { readonly kind: 'returned'; readonly outcome: RunOutcome }
+  | { readonly kind: 'threw'; readonly error: unknown }
+  // Given up on while it may still run: what it had taken may yet reach a model (maybe_delivered).
+  | { readonly kind: 'abandoned'; readonly maybe_delivered: ReadonlySet<string> };
 
 /**
  * One child between spawn and entry: its record, its context, its timers and the lifecycle as
@@ -166,7 +169,8 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
     if (!record.accepting_steer) return;
     const failed = (err: unknown) => core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
     try {
-      this.#finish({ kind: 'abandoned' })?.catch(failed);
+      // Read before the seal empties the inbox.
+      this.#finish({ kind: 'abandoned', maybe_delivered: record.takenSteerIds() })?.catch(failed);
       // What the run holds elsewhere (a remote worker's slot) goes with it.
       record.runner.abandon?.(record.subagent_id);
     } catch (err) {
@@ -244,7 +248,7 @@ const NOTHING_MISSED = { missed: undefined, missed_detail: undefined };
 
 function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: Decision, missed: readonly Steer[]): CompletionEntry {
   const outcome = settled.kind === 'returned' ? settled.outcome : undefined;
-  const m = missedOf(missed, settled.kind === 'threw' && settled.error instanceof RunnerLostError ? settled.error.maybe_delivered : undefined);
+  const m = missedOf(missed, mayHaveDelivered(settled));
   return buildCompletionEntry({
     task_index: record.task_index,
     subagent_id: record.subagent_id,
@@ -261,6 +265,13 @@ function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: 
     missed: m.missed,
     missed_detail: m.missed_detail,
   });
+}
+
+/** Steers a runner the runtime cannot hear from any more may have delivered: a lost or abandoned one's. */
+function mayHaveDelivered(settled: Settled): ReadonlySet<string> | undefined {
+  if (settled.kind === 'abandoned') return settled.maybe_delivered;
+  if (settled.kind === 'threw' && settled.error instanceof RunnerLostError) return settled.error.maybe_delivered;
+  return undefined;
 }
 
 function publishEntry(core: Core, record: ChildRecord, entry: CompletionEntry): void {

@@ -11,6 +11,7 @@ import {
   type RunnerContext,
   type RuntimeOptions,
   type Step,
+  type SteerResult,
   type TaskSpec,
 } from '../../src/index.ts';
 import { flush } from '../helpers/manual-clock.ts';
@@ -39,6 +40,12 @@ function errorOf(fn: () => unknown): SubrunError {
     throw err;
   }
   throw new Error('expected a SubrunError, nothing was thrown');
+}
+
+/** The steer_id of a `queued` answer (fails the test on any other). */
+function idOf(r: SteerResult): string {
+  if (r.status !== 'queued') throw new Error(`expected queued, got ${JSON.stringify(r)}`);
+  return r.steer_id;
 }
 
 /** A runner the test drives by hand; it never looks at its signal. */
@@ -617,6 +624,44 @@ describe('runner outcomes', () => {
     await flush();
     expect(events.length).toBe(n);
     expect(rt.liveCount).toBe(0);
+  });
+
+  it("an abandoned runner's taken, unconfirmed steers are missed with maybe_delivered; queued ones without", async () => {
+    // The runner ignores its stop: a steer it took into a model request may still reach the model.
+    const { runner, state } = manualRunner('stubborn');
+    const { rt, clock } = setup({ interrupt_grace_ms: 100 });
+    const h = rt.delegate([{ goal: 'stubborn', runner }]);
+    const id = h.subagent_ids[0]!;
+    await flush();
+    const first = rt.steer(id, 'taken into a request');
+    const second = rt.steer(id, 'also taken, then confirmed');
+    const taken = state.ctx!.takeSteers();
+    expect(taken.map((s) => s.text)).toEqual(['taken into a request', 'also taken, then confirmed']);
+    state.ctx!.confirmDelivered(taken.slice(1));
+    const third = rt.steer(id, 'still queued');
+    rt.interrupt(id);
+    await clock.advance(100);
+    const [entry] = await h.results;
+    expect(entry?.status).toBe('interrupted');
+    expect(entry?.missed_steer).toBe('taken into a request\nstill queued');
+    expect(entry?.missed_steer_detail).toEqual([
+      { steer_id: idOf(first), text: 'taken into a request', maybe_delivered: true },
+      { steer_id: idOf(third), text: 'still queued', maybe_delivered: false },
+    ]);
+    expect(second.status).toBe('queued');
+  });
+
+  it('a runner that returns with a steer taken and unconfirmed: missed without maybe_delivered (a runner that returns confirms what it delivered)', async () => {
+    const { runner, state } = manualRunner();
+    const { rt } = setup();
+    const h = rt.delegate([{ goal: 'returns', runner }]);
+    const id = h.subagent_ids[0]!;
+    await flush();
+    const s = rt.steer(id, 'taken, request failed');
+    state.ctx!.takeSteers();
+    state.resolve?.({ status: 'failed', error: 'model request failed' });
+    const [entry] = await h.results;
+    expect(entry?.missed_steer_detail).toEqual([{ steer_id: idOf(s), text: 'taken, request failed', maybe_delivered: false }]);
   });
 
   it('with interrupt_grace_ms 0 a stubborn runner is abandoned on the next clock turn', async () => {
