@@ -324,10 +324,7 @@ export class ChildRecord {
     return this.#inbox.takenIds();
   }
 
-  /**
-   * Stops accepting and hands back every undelivered steer (taken or queued) in acceptance order,
-   * in one synchronous step: the steer promise's atomic close.
-   */
+  /** Stops accepting and hands back every undelivered steer, in order, in one step: the atomic close. */
   sealInbox(): Steer[] {
     return this.#inbox.seal();
   }
