@@ -88,14 +88,26 @@ export async function watch(port: number, path: string, keep = false): Promise<W
   return w;
 }
 
-export async function bare(env: Record<string, string>): Promise<{ proc: ServerProcess; port: number }> {
-  const proc = startProcess(['--import', 'tsx', 'bench/servers/http-bare.ts'], env);
+export function bare(env: Record<string, string>): Promise<{ proc: ServerProcess; port: number }> {
+  return listening(startProcess(['--import', 'tsx', 'bench/servers/http-bare.ts'], env), 'http-bare');
+}
+
+/**
+ * bench/servers/http-steer-floor.ts: node:http answering each steer with the runtime's own steer
+ * and none of subrun's HTTP layer. Compiled, as the runtime it runs is everywhere in the bench.
+ */
+export function steerFloorServer(): Promise<{ proc: ServerProcess; port: number }> {
+  return listening(startProcess(['.bench-build/bench/servers/http-steer-floor.js']), 'http-steer-floor');
+}
+
+/** A bench server's port, from the `listening PORT` line it prints first. */
+async function listening(proc: ServerProcess, name: string): Promise<{ proc: ServerProcess; port: number }> {
   const stdout = proc.child.stdout;
   if (!stdout) throw new Error('no stdout');
   stdout.setEncoding('utf8');
   const [first] = (await once(stdout, 'data')) as [string];
   const port = Number(/listening (\d+)/.exec(first)?.[1]);
-  if (!port) throw new Error(`http-bare did not say its port: ${first}`);
+  if (!port) throw new Error(`${name} did not say its port: ${first}${proc.stderr()}`);
   return { proc, port };
 }
 

@@ -8,10 +8,13 @@
 //   and whether a reader was the bound.
 // - steer under concurrency: Debian's `wrk` (one thread) at 1, 16 and 64 connections, round-robin
 //   over 16 children that hold their steers, a fresh session each round; p50, p99 and steers/s
-//   against the bare server answering the same 202 JSON, and server CPU per request.
+//   against the bare server answering the same 202 JSON, and server CPU per request; and against
+//   a floor server (bench/servers/http-steer-floor.ts): node:http running the runtime's own steer
+//   per request with none of subrun's HTTP layer, to tell what the runtime costs under this load
+//   from what the HTTP layer does.
 // - 1,000 idle SSE subscribers: the server's RSS they add, per subscriber, against the bare
 //   server's for 1,000 idle streams.
-// Rounds interleave subrun and bare; figures are medians over rounds.
+// Rounds interleave subrun, bare (and the steer floor); figures are medians over rounds.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +25,19 @@ import { eventFloorUs, steerCostByDepthUs, steerFloorUs } from '../lib/floor.ts'
 import { median, row, type Row } from '../lib/stats.ts';
 import { BENCH_TOKEN, subrunWs } from '../lib/subrun.ts';
 import { wrk, type WrkResult } from '../lib/wrk.ts';
-import { bare, closeAgent, closeSession, idleKibPerSubscriber, openSession, post, spawnHolders, watch, type Session, type Watch } from './http-parts.ts';
+import {
+  bare,
+  steerFloorServer,
+  closeAgent,
+  closeSession,
+  idleKibPerSubscriber,
+  openSession,
+  post,
+  spawnHolders,
+  watch,
+  type Session,
+  type Watch,
+} from './http-parts.ts';
 
 interface Sizes {
   readonly children: number;
@@ -184,6 +199,9 @@ export const httpCase: BenchCase = {
       const steerResult = JSON.stringify({ status: 'queued', subagent_id: 'sa_0123456789ab', text: 'steer text', steer_id: 'st_0123456789ab' });
       const b = await bare({ BENCH_FRAMES_FILE: framesFile, BENCH_RESULT: steerResult });
       procs.push(b.proc);
+      const fl = await steerFloorServer();
+      procs.push(fl.proc);
+      const floorPaths = Array.from({ length: HOLDERS }, (_, i) => `/steer/${i}`);
 
       const measure = async (
         proc: ServerProcess,
@@ -280,10 +298,12 @@ export const httpCase: BenchCase = {
         await wrk(port, { ...warm, paths: ids.map((id) => `/v1/sessions/${s.id}/subagents/${id}/steer`), headers: { ...auth, ...s.keyHeader } });
         await closeSession(port, s);
         await wrk(b.port, { ...warm, paths: ['/steer'], headers: auth });
+        await wrk(fl.port, { ...warm, paths: floorPaths, headers: auth });
       }
       for (const c of z.connections) {
         const subR: Array<WrkResult & { cpu: number }> = [];
         const bareR: Array<WrkResult & { cpu: number }> = [];
+        const floorR: Array<WrkResult & { cpu: number }> = [];
         const run = async (proc: ServerProcess, p: number, paths: string[], headers: Record<string, string>) => {
           const cpu0 = proc.cpu();
           const r = await wrk(p, {
@@ -310,6 +330,7 @@ export const httpCase: BenchCase = {
           // Its children and their queued steers go: no round pays for the heap of the one before.
           await closeSession(port, s);
           bareR.push(await run(b.proc, b.port, ['/steer'], {}));
+          floorR.push(await run(fl.proc, fl.port, floorPaths, {}));
         }
         const m = (rs: Array<WrkResult & { cpu: number }>, k: 'p50' | 'p99' | 'perSec' | 'cpu' | 'clientCore') => median(rs.map((r) => r[k]));
         const note = `wrk -t1 -c${c}, ${HOLDERS} children round-robin; p99 ${m(subR, 'p99')} µs (bare ${m(bareR, 'p99')}); server CPU ${m(subR, 'cpu').toFixed(1)} µs/request (bare ${m(bareR, 'cpu').toFixed(1)}); wrk at ${(m(subR, 'clientCore') * 100).toFixed(0)}% / ${(m(bareR, 'clientCore') * 100).toFixed(0)}% of a core`;
@@ -335,6 +356,30 @@ export const httpCase: BenchCase = {
             note: `runtime floor ${steerFloor.toFixed(2)} µs/steer in-process (session attach, the method, detach); the latency this floor allows: ${((m(bareR, 'cpu') + steerFloor) / m(bareR, 'cpu')).toFixed(2)}x bare's CPU`,
           }),
         );
+        // The floor server against bare: how far the runtime's steer alone, run per request under
+        // this load, keeps any HTTP server over it from bare; then subrun against that floor: what
+        // the HTTP layer adds. No goal on either: they say which part a missed goal is in.
+        const floorNote = `node:http + the runtime's steer, no HTTP layer of ours: server CPU ${m(floorR, 'cpu').toFixed(1)} µs/request (bare ${m(bareR, 'cpu').toFixed(1)}, subrun ${m(subR, 'cpu').toFixed(1)})`;
+        rows.push(
+          row({
+            case: `http.steer.p50@${c}conn.runtime_floor`,
+            figure: m(floorR, 'p50'),
+            unit: 'µs',
+            baseline: m(bareR, 'p50'),
+            baseline_unit: 'µs (bare node:http)',
+            note: floorNote,
+          }),
+        );
+        rows.push(
+          row({
+            case: `http.steer.p50@${c}conn.vs_runtime_floor`,
+            figure: m(subR, 'p50'),
+            unit: 'µs',
+            baseline: m(floorR, 'p50'),
+            baseline_unit: 'µs (the steer floor server)',
+            note: 'what the HTTP layer adds to the steer',
+          }),
+        );
         if (c === Math.max(...z.connections)) {
           rows.push(
             row({
@@ -345,6 +390,26 @@ export const httpCase: BenchCase = {
               baseline_unit: 'steers/s (bare node:http)',
               goal: '>= 0.75',
               note,
+            }),
+          );
+          rows.push(
+            row({
+              case: `http.steer.per_s@${c}conn.runtime_floor`,
+              figure: m(floorR, 'perSec'),
+              unit: 'steers/s',
+              baseline: m(bareR, 'perSec'),
+              baseline_unit: 'steers/s (bare node:http)',
+              note: floorNote,
+            }),
+          );
+          rows.push(
+            row({
+              case: `http.steer.per_s@${c}conn.vs_runtime_floor`,
+              figure: m(subR, 'perSec'),
+              unit: 'steers/s',
+              baseline: m(floorR, 'perSec'),
+              baseline_unit: 'steers/s (the steer floor server)',
+              note: 'what the HTTP layer costs in throughput',
             }),
           );
         }

@@ -12,7 +12,8 @@ const cpuUs = () => {
   return c.user + c.system;
 };
 
-function server(metrics = false): RpcServer {
+/** A server as the floors run it (a `serve --ws` keeps metrics; the runtime's bounds as the case's server has them). */
+export function floorServer(metrics = false): RpcServer {
   return new RpcServer({
     ...(metrics ? { metrics: new Metrics() } : {}),
     logger: pino({ level: 'silent' }),
@@ -22,17 +23,17 @@ function server(metrics = false): RpcServer {
 }
 
 /** An answer's value, whether the method answered an object or its text. */
-async function valueOf(answer: unknown): Promise<unknown> {
+export async function valueOf(answer: unknown): Promise<unknown> {
   const v: unknown = await answer;
   return v instanceof JsonText ? v.parse() : v;
 }
 
-async function session(s: RpcServer): Promise<{ session_id: string; session_key: string }> {
+export async function session(s: RpcServer): Promise<{ session_id: string; session_key: string }> {
   return (await valueOf(s.invoke('session.create', {}, s.transientId()).value)) as { session_id: string; session_key: string };
 }
 
 /** `children` scripted children that hang (hold their steers), spawned on the session's transport `t`. */
-async function holders(s: RpcServer, session_id: string, t: string, children: number): Promise<string[]> {
+export async function holders(s: RpcServer, session_id: string, t: string, children: number): Promise<string[]> {
   const tasks = Array.from({ length: children }, (_, i) => ({ goal: `holder ${i}`, agent: { kind: 'scripted', steps: [{ op: 'hang' }] } }));
   return ((await valueOf(s.invoke('delegation.spawn', { session_id, tasks }, t).value)) as { subagent_ids: string[] }).subagent_ids;
 }
@@ -52,7 +53,7 @@ async function steers(s: RpcServer, sess: { session_id: string; session_key: str
  * key, the method, the detach), round-robin over `children` holders, `n` steers.
  */
 export async function steerFloorUs(children: number, n: number, metrics = false): Promise<number> {
-  const s = server(metrics);
+  const s = floorServer(metrics);
   try {
     const sess = await session(s);
     const t = s.transientId();
@@ -76,7 +77,7 @@ export async function steerFloorUs(children: number, n: number, metrics = false)
  * path grows with the queue (issue 24's bench rounds hold ~4,000 queued steers per child).
  */
 export async function steerCostByDepthUs(children: number, depths: readonly number[], window: number, reps: number, metrics = true): Promise<number[]> {
-  const s = server(metrics);
+  const s = floorServer(metrics);
   try {
     const sess = await session(s);
     const t = s.transientId();
@@ -107,7 +108,7 @@ export async function steerCostByDepthUs(children: number, depths: readonly numb
 
 /** CPU µs per event the runtime makes and serialises for one attached sink, for the given tasks. */
 export async function eventFloorUs(tasks: unknown[]): Promise<{ us: number; events: number }> {
-  const s = server();
+  const s = floorServer();
   try {
     const sess = await session(s);
     const run = async (): Promise<{ us: number; events: number }> => {

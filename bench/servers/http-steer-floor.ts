@@ -1,0 +1,49 @@
+// A floor for the HTTP steer rows: bare node:http, answering as http-bare.ts answers `POST /steer`,
+// that runs for each `POST /steer/<i>` the runtime's steer to holder i exactly as bench/lib/floor.ts
+// measures it in-process (a transient transport attached with the session's key, `subagent.steer`,
+// the detach), on a server with its metrics on as `serve --ws` keeps them. It has none of subrun's
+// HTTP layer (the token, the route table, the key header, the answer's bound): what a server that
+// answers steers over node:http with this runtime spends at least, under the same load. Prints
+// `listening PORT` once its holders run. Run compiled (.bench-build/), as its own process.
+import { createServer } from 'node:http';
+import { floorServer, holders, session, valueOf } from '../lib/floor.ts';
+
+const HOLDERS = 16;
+
+const server = floorServer(true);
+const sess = await session(server);
+const spawner = server.transientId();
+server.sessions.rebind(sess.session_id, sess.session_key, spawner);
+const ids = await holders(server, sess.session_id, spawner, HOLDERS);
+await new Promise((r) => setTimeout(r, 50));
+
+const http = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { text?: unknown };
+    const subagent_id = ids[Number(req.url?.slice('/steer/'.length)) % HOLDERS] ?? '';
+    const tr = server.transientId();
+    server.sessions.rebind(sess.session_id, sess.session_key, tr);
+    const answer = server.invoke('subagent.steer', { session_id: sess.session_id, subagent_id, text: body.text }, tr).value;
+    server.sessions.detach(sess.session_id, tr);
+    void valueOf(answer).then((v) => {
+      const text = JSON.stringify(v);
+      res.writeHead(202, {
+        'Content-Type': 'application/json; charset=utf-8',
+        'Content-Length': Buffer.byteLength(text),
+        'Cache-Control': 'no-store',
+        'X-Content-Type-Options': 'nosniff',
+      });
+      res.end(text);
+    });
+  });
+});
+http.listen(0, '127.0.0.1', () => {
+  const addr = http.address();
+  process.stdout.write(`listening ${typeof addr === 'object' && addr ? addr.port : 0}\n`);
+});
+process.on('SIGTERM', () => {
+  http.close(() => void server.shutdown().then(() => process.exit(0)));
+  http.closeAllConnections();
+});
