@@ -330,6 +330,8 @@ export const httpCase: BenchCase = {
           // Its children and their queued steers go: no round pays for the heap of the one before.
           await closeSession(port, s);
           bareR.push(await run(b.proc, b.port, ['/steer'], {}));
+          // A fresh session with fresh holders, as subrun's round had.
+          await post(fl.port, '/reset', '');
           floorR.push(await run(fl.proc, fl.port, floorPaths, {}));
         }
         const m = (rs: Array<WrkResult & { cpu: number }>, k: 'p50' | 'p99' | 'perSec' | 'cpu' | 'clientCore') => median(rs.map((r) => r[k]));

@@ -1,32 +1,54 @@
 // A floor for the HTTP steer rows: bare node:http, answering as http-bare.ts answers `POST /steer`,
 // that runs for each `POST /steer/<i>` the runtime's steer to holder i exactly as bench/lib/floor.ts
-// measures it in-process (a transient transport attached with the session's key, `subagent.steer`,
-// the detach), on a server with its metrics on as `serve --ws` keeps them. It has none of subrun's
-// HTTP layer (the token, the route table, the key header, the answer's bound): what a server that
-// answers steers over node:http with this runtime spends at least, under the same load. Prints
-// `listening PORT` once its holders run. Run compiled (.bench-build/), as its own process.
+// measures it in-process (a transient transport attached with the session's key, proved once per
+// connection as the route does, `subagent.steer`, the detach), on a server with its metrics on as
+// `serve --ws` keeps them. It has none of subrun's HTTP layer (the token, the route table, the key
+// header, the answer's bound): what a server that answers steers over node:http with this runtime
+// spends at least, under the same load. `POST /reset` closes the session and opens a fresh one
+// with fresh holders, as the case gives subrun a fresh session each round. Prints `listening PORT`
+// once its holders run. Run compiled (.bench-build/), as its own process.
 import { createServer } from 'node:http';
 import { floorServer, holders, session, valueOf } from '../lib/floor.ts';
 
 const HOLDERS = 16;
 
 const server = floorServer(true);
-const sess = await session(server);
-const spawner = server.transientId();
-server.sessions.rebind(sess.session_id, sess.session_key, spawner);
-const ids = await holders(server, sess.session_id, spawner, HOLDERS);
-await new Promise((r) => setTimeout(r, 50));
+
+/** A session with HOLDERS children that hold every steer, running. */
+async function fresh(): Promise<{ session_id: string; session_key: string; ids: string[] }> {
+  const s = await session(server);
+  const spawner = server.transientId();
+  server.sessions.rebind(s.session_id, s.session_key, spawner);
+  const ids = await holders(server, s.session_id, spawner, HOLDERS);
+  await new Promise((r) => setTimeout(r, 50));
+  return { ...s, ids };
+}
+
+let current = await fresh();
+
+async function reset(): Promise<void> {
+  const old = current;
+  const tr = server.transientId();
+  server.sessions.rebind(old.session_id, old.session_key, tr);
+  await valueOf(server.invoke('session.close', { session_id: old.session_id }, tr).value);
+  current = await fresh();
+}
 
 const http = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
+    if (req.url === '/reset') {
+      void reset().then(() => res.writeHead(204).end());
+      return;
+    }
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { text?: unknown };
-    const subagent_id = ids[Number(req.url?.slice('/steer/'.length)) % HOLDERS] ?? '';
+    const s = current;
+    const subagent_id = s.ids[Number(req.url?.slice('/steer/'.length)) % HOLDERS] ?? '';
     const tr = server.transientId();
-    server.sessions.rebind(sess.session_id, sess.session_key, tr);
-    const answer = server.invoke('subagent.steer', { session_id: sess.session_id, subagent_id, text: body.text }, tr).value;
-    server.sessions.detach(sess.session_id, tr);
+    server.sessions.rebind(s.session_id, s.session_key, tr, req.socket);
+    const answer = server.invoke('subagent.steer', { session_id: s.session_id, subagent_id, text: body.text }, tr).value;
+    server.sessions.detach(s.session_id, tr);
     void valueOf(answer).then((v) => {
       const text = JSON.stringify(v);
       res.writeHead(202, {
