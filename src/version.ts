@@ -8,9 +8,11 @@ import { isRecord } from './guards.ts';
 function packageJson(): { name: string; version: string } {
   for (let dir = dirname(dirname(fileURLToPath(import.meta.url))); ; dir = dirname(dir)) {
     const file = join(dir, 'package.json');
-    if (!existsSync(file)) continue;
-    const pkg: unknown = JSON.parse(readFileSync(file, 'utf8'));
-    if (isRecord(pkg) && typeof pkg.name === 'string' && typeof pkg.version === 'string') return { name: pkg.name, version: pkg.version };
+    if (existsSync(file)) {
+      const pkg: unknown = JSON.parse(readFileSync(file, 'utf8'));
+      if (isRecord(pkg) && typeof pkg.name === 'string' && typeof pkg.version === 'string') return { name: pkg.name, version: pkg.version };
+    }
+    // The root, and none found (a copy deployed without its package.json): never search on.
     if (dirname(dir) === dir) return { name: 'subrun', version: '0.0.0' };
   }
 }
