@@ -13,6 +13,9 @@ const EXIT_REASONS = new Set<string>([...STATUSES, 'max_iterations', 'spawn_refu
 const STEER_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
 const MODEL_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
+const STEER_FATES = ['queued', 'delivered', 'missed', 'rejected'] as const;
+type SteerFate = (typeof STEER_FATES)[number];
+
 const known = (set: ReadonlySet<string>, value: string): string => (set.has(value) ? value : 'other');
 const STATUS_SET: ReadonlySet<string> = new Set(STATUSES);
 
@@ -41,7 +44,8 @@ export class Metrics implements RuntimeObserver {
   readonly #steers = new Map<string, number>();
   readonly #spawned: Counter;
   readonly #finished: Counter<'status' | 'exit_reason'>;
-  readonly #steerFates: Counter<'fate'>;
+  /** Steers by fate, counted as plain numbers on the steer path and read into the counter at scrape time. */
+  readonly #fates: Record<SteerFate, number> = { queued: 0, delivered: 0, missed: 0, rejected: 0 };
   readonly #steerDelivery: Histogram;
   readonly #interrupts: Counter<'found'>;
   readonly #modelRequests: Counter<'outcome'>;
@@ -73,13 +77,18 @@ export class Metrics implements RuntimeObserver {
       labelNames: ['status', 'exit_reason'],
       registers,
     });
-    this.#steerFates = new Counter({
+    const fates = this.#fates;
+    new Counter({
       name: 'subrun_steers_total',
       help: 'Steers by fate: queued when accepted, then delivered or missed once; rejected: not queued.',
       labelNames: ['fate'],
       registers,
+      collect() {
+        // A labelled inc hashes its labels on every call (prom-client): too dear once per steer.
+        this.reset();
+        for (const fate of STEER_FATES) this.inc({ fate }, fates[fate]);
+      },
     });
-    for (const fate of ['queued', 'delivered', 'missed', 'rejected']) this.#steerFates.inc({ fate }, 0);
     this.#steerDelivery = new Histogram({
       name: 'subrun_steer_delivery_seconds',
       help: 'From a steer queued to its delivery.',
@@ -243,32 +252,32 @@ export class Metrics implements RuntimeObserver {
     if (!this.#children.delete(c.subagent_id)) return;
     this.#finished.inc({ status: known(STATUS_SET, entry.status), exit_reason: known(EXIT_REASONS, entry.exit_reason) });
     for (const m of entry.missed_steer_detail ?? []) {
-      if (this.#steers.delete(m.steer_id)) this.#steerFates.inc({ fate: 'missed' });
+      if (this.#steers.delete(m.steer_id)) this.#fates.missed++;
     }
   }
 
   steerQueued(_child: string, steer_id: string, _bytes: number, at: number): void {
     if (this.#steers.has(steer_id)) return;
     this.#steers.set(steer_id, at);
-    this.#steerFates.inc({ fate: 'queued' });
+    this.#fates.queued++;
   }
 
   steerDelivered(_child: string, steer_id: string, at: number): void {
     const queued = this.#steers.get(steer_id);
     if (queued === undefined) return;
     this.#steers.delete(steer_id);
-    this.#steerFates.inc({ fate: 'delivered' });
+    this.#fates.delivered++;
     this.#steerDelivery.observe(Math.max(0, at - queued) / 1000);
   }
 
   steerWithdrawn(_child: string, steer_id: string): void {
     // Told as rejected in the end (the host heard no `queued`): it leaves the queued count as it came.
-    if (this.#steers.delete(steer_id)) this.#steerFates.inc({ fate: 'rejected' });
+    if (this.#steers.delete(steer_id)) this.#fates.rejected++;
   }
 
   steerRejected(_child: string, reason: SteerRejection): void {
     // Only a steer that passed validation counts: an empty or too long text is the caller's error.
-    if (reason !== 'empty' && reason !== 'too_long') this.#steerFates.inc({ fate: 'rejected' });
+    if (reason !== 'empty' && reason !== 'too_long') this.#fates.rejected++;
   }
 
   interrupted(_target: string, found: boolean): void {
