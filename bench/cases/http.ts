@@ -331,7 +331,8 @@ export const httpCase: BenchCase = {
           await closeSession(port, s);
           bareR.push(await run(b.proc, b.port, ['/steer'], {}));
           // A fresh session with fresh holders, as subrun's round had.
-          await post(fl.port, '/reset', '');
+          const reset = await post(fl.port, '/reset', '');
+          if (reset.status !== 204) throw new Error(`the steer floor server's reset: ${reset.status} ${reset.text}`);
           floorR.push(await run(fl.proc, fl.port, floorPaths, {}));
         }
         const m = (rs: Array<WrkResult & { cpu: number }>, k: 'p50' | 'p99' | 'perSec' | 'cpu' | 'clientCore') => median(rs.map((r) => r[k]));

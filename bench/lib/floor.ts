@@ -38,11 +38,14 @@ export async function holders(s: RpcServer, session_id: string, t: string, child
   return ((await valueOf(s.invoke('delegation.spawn', { session_id, tasks }, t).value)) as { subagent_ids: string[] }).subagent_ids;
 }
 
-/** `count` steers round-robin over `ids`, each as the HTTP route runs it: a transient transport attached with the key, the method, the detach. */
+/** One keep-alive connection: the route proves a session's key once per connection, not per request. */
+const CONNECTION = {};
+
+/** `count` steers round-robin over `ids`, each as the HTTP route runs it: a transient transport attached with the key (proved once per connection), the method, the detach. */
 async function steers(s: RpcServer, sess: { session_id: string; session_key: string }, ids: readonly string[], count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
     const tr = s.transientId();
-    s.sessions.rebind(sess.session_id, sess.session_key, tr);
+    s.sessions.rebind(sess.session_id, sess.session_key, tr, CONNECTION);
     await s.invoke('subagent.steer', { session_id: sess.session_id, subagent_id: ids[i % ids.length], text: 'steer text' }, tr).value;
     s.sessions.detach(sess.session_id, tr);
   }

@@ -1,8 +1,8 @@
 // A floor for the HTTP steer rows: bare node:http, answering as http-bare.ts answers `POST /steer`,
-// that runs for each `POST /steer/<i>` the runtime's steer to holder i exactly as bench/lib/floor.ts
-// measures it in-process (a transient transport attached with the session's key, proved once per
-// connection as the route does, `subagent.steer`, the detach), on a server with its metrics on as
-// `serve --ws` keeps them. It has none of subrun's HTTP layer (the token, the route table, the key
+// that runs for each `POST /steer/<i>` the runtime's steer to holder i as bench/lib/floor.ts measures
+// it in-process and the route runs it (a transient transport attached with the session's key, proved
+// once per connection, `subagent.steer`, the detach), on a server with its metrics on as `serve --ws`
+// keeps them. A steer not queued is answered 409, so the load generator counts it as a bad answer. It has none of subrun's HTTP layer (the token, the route table, the key
 // header, the answer's bound): what a server that answers steers over node:http with this runtime
 // spends at least, under the same load. `POST /reset` closes the session and opens a fresh one
 // with fresh holders, as the case gives subrun a fresh session each round. Prints `listening PORT`
@@ -39,28 +39,46 @@ const http = createServer((req, res) => {
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     if (req.url === '/reset') {
-      void reset().then(() => res.writeHead(204).end());
+      reset().then(
+        () => res.writeHead(204).end(),
+        (err: unknown) => res.writeHead(500).end(String(err)),
+      );
       return;
     }
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { text?: unknown };
-    const s = current;
-    const subagent_id = s.ids[Number(req.url?.slice('/steer/'.length)) % HOLDERS] ?? '';
-    const tr = server.transientId();
-    server.sessions.rebind(s.session_id, s.session_key, tr, req.socket);
-    const answer = server.invoke('subagent.steer', { session_id: s.session_id, subagent_id, text: body.text }, tr).value;
-    server.sessions.detach(s.session_id, tr);
-    void valueOf(answer).then((v) => {
-      const text = JSON.stringify(v);
-      res.writeHead(202, {
-        'Content-Type': 'application/json; charset=utf-8',
-        'Content-Length': Buffer.byteLength(text),
-        'Cache-Control': 'no-store',
-        'X-Content-Type-Options': 'nosniff',
-      });
-      res.end(text);
-    });
+    steer(req.url ?? '', Buffer.concat(chunks), req.socket).then(
+      ({ status, text }) => {
+        res.writeHead(status, {
+          'Content-Type': 'application/json; charset=utf-8',
+          'Content-Length': Buffer.byteLength(text),
+          'Cache-Control': 'no-store',
+          'X-Content-Type-Options': 'nosniff',
+        });
+        res.end(text);
+      },
+      // Never a crash: the load generator counts the 500 as a bad answer and the case fails.
+      (err: unknown) => res.writeHead(500).end(String(err)),
+    );
   });
 });
+
+/** One steer to holder i of `/steer/<i>`, as the route runs it; 202 when queued, 409 otherwise. */
+async function steer(url: string, raw: Buffer, socket: object): Promise<{ status: number; text: string }> {
+  const body = JSON.parse(raw.toString('utf8') || '{}') as { text?: unknown };
+  const s = current;
+  const subagent_id = s.ids[Number(url.slice('/steer/'.length)) % HOLDERS] ?? '';
+  const tr = server.transientId();
+  server.sessions.rebind(s.session_id, s.session_key, tr, socket);
+  let answer: unknown;
+  try {
+    answer = server.invoke('subagent.steer', { session_id: s.session_id, subagent_id, text: body.text }, tr).value;
+  } finally {
+    server.sessions.detach(s.session_id, tr);
+  }
+  const v = await valueOf(answer);
+  const queued = typeof v === 'object' && v !== null && 'status' in v && v.status === 'queued';
+  return { status: queued ? 202 : 409, text: JSON.stringify(v) };
+}
+
 http.listen(0, '127.0.0.1', () => {
   const addr = http.address();
   process.stdout.write(`listening ${typeof addr === 'object' && addr ? addr.port : 0}\n`);

@@ -154,8 +154,10 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
     const record = this.record;
     if (record.status === 'queued') {
       if (record.finished) return;
-      finishUnstarted(core, record, this.ctx);
+      finishUnstarted(core, record, this.ctx, this.#adopted !== undefined);
       this.queue?.dropped();
+      // Adopted, it still runs elsewhere, and no run here will stop it: what it holds there goes.
+      if (this.#adopted) record.runner.abandon?.(record.subagent_id);
       return;
     }
     // A runner that ignores its signal is abandoned after the grace period; its late effects hit
@@ -216,17 +218,20 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
   }
 }
 
-function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext): void {
+function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext, adopted = false): void {
+  // Taken only by an adopted child (receipts its worker holds): they may yet reach its model.
+  const maybe = record.takenSteerIds();
   const leftovers = record.sealInbox();
   ChildContext.close(ctx);
   const entry = buildCompletionEntry({
     task_index: record.task_index,
     subagent_id: record.subagent_id,
     status: record.stopReason === 'timeout' ? 'timeout' : 'interrupted',
-    error: 'interrupted before it started',
+    // An adopted child ran before the restart (elsewhere); this process had not resumed it yet.
+    error: adopted ? 'interrupted before it was resumed after a restart' : 'interrupted before it started',
     duration_seconds: 0,
     model: record.model,
-    ...missedOf(leftovers),
+    ...missedOf(leftovers, maybe),
   });
   publishEntry(core, record, entry);
 }

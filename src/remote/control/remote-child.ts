@@ -360,14 +360,15 @@ export class RemoteChild implements RemoteChildHandle {
   }
 
   /**
-   * The runtime abandoned the run (its entry is out): the worker is told to drop the child (its
-   * own slot frees), and the slot counted here goes now, not when a finish that may never come does.
+   * The runtime abandoned the run, or an adopted child it never resumed (its entry is out): the worker
+   * drops the child, and the slot counted here goes now, not when a finish that may never come does.
    */
   abandon(): void {
     if (this.#settled.opened) return;
     this.#settled.open();
     if (this.worker !== undefined) this.#p.fence(this.worker, this.id, this.epoch);
-    this.#settle?.reject(new Error('abandoned by the runtime'));
+    if (this.#settle) this.#settle.reject(new Error('abandoned by the runtime'));
+    else this.#cleanup(); // an adopted child never resumed: no run here to clean up after it
   }
 
   /** The worker (or the child on it) is gone: account for every steer, then settle as `error`. */
