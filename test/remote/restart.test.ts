@@ -270,3 +270,33 @@ it('adopts a remote child again after a SIGKILL and then a SIGTERM (its place su
   const done = replay.events.find(is('subagent.complete', id)) ?? (await waitFor(h, is('subagent.complete', id), 'the entry'));
   expect(done.payload).toMatchObject({ status: 'completed', summary: 'twice' });
 }, 90_000);
+
+it('lets go of an adopted child stopped while it waits for a slot in the new process: its entry at once, its worker drops it', async () => {
+  const dir = await freshStateDir();
+  dirs.push(dir);
+  const first = await plane(dir);
+  const w = await startWorker(nats.url);
+  const a = await host(first);
+  const s = await mustCall<{ session_id: string; session_key: string }>(a, 'session.create', {});
+  // Long enough for the progress naming its worker to be written (--checkpoint-ms 20).
+  const steps = [{ op: 'say', text: 'up' }, { op: 'tool', name: 'settle', ms: 200 }, { op: 'say', text: 'holding' }, { op: 'hang' }];
+  const { subagent_ids } = await mustCall<{ subagent_ids: string[] }>(a, 'delegation.spawn', {
+    session_id: s.session_id,
+    tasks: [0, 1].map((i) => ({ goal: `holder ${i}`, agent: { kind: 'scripted', steps } })),
+  });
+  for (const id of subagent_ids) await waitFor(a, said(id, 'holding'), `${id} holding`);
+  await sigkill(first);
+  // One slot in the new process: one adopted child resumes, the other waits for it.
+  const second = await plane(dir, ['--max-concurrent-children', '1']);
+  const b = await host(second);
+  await mustCall(b, 'session.attach', { session_id: s.session_id, session_key: s.session_key });
+  const list = await mustCall<{ subagents: Array<{ subagent_id: string; status: string }> }>(b, 'subagent.list', { session_id: s.session_id });
+  expect(list.subagents.map((c) => c.status).sort()).toEqual(['queued', 'running']);
+  const waiting = list.subagents.find((c) => c.status === 'queued')?.subagent_id as string;
+  const r = await mustCall<{ found: boolean }>(b, 'subagent.interrupt', { session_id: s.session_id, subagent_id: waiting });
+  expect(r.found).toBe(true);
+  const entry = await waitFor(b, is('subagent.complete', waiting), 'the waiting child’s entry');
+  expect(entry.payload).toMatchObject({ status: 'interrupted', error: 'interrupted before it was resumed after a restart' });
+  // It ran on, on its worker, unstopped by anything else: the worker is told to drop it.
+  await w.proc.stderr.take((l) => l.includes(`dropped ${waiting}`), 20_000, 'the worker dropping the child');
+}, 90_000);
