@@ -2,11 +2,12 @@
 // that runs for each `POST /steer/<i>` the runtime's steer to holder i as bench/lib/floor.ts measures
 // it in-process and the route runs it (a transient transport attached with the session's key, proved
 // once per connection, `subagent.steer`, the detach), on a server with its metrics on as `serve --ws`
-// keeps them. A steer not queued is answered 409, so the load generator counts it as a bad answer. It has none of subrun's HTTP layer (the token, the route table, the key
-// header, the answer's bound): what a server that answers steers over node:http with this runtime
-// spends at least, under the same load. `POST /reset` closes the session and opens a fresh one
-// with fresh holders, as the case gives subrun a fresh session each round. Prints `listening PORT`
-// once its holders run. Run compiled (.bench-build/), as its own process.
+// keeps them. It has none of subrun's HTTP layer (the token, the route table, the key header, the
+// answer's bound): what a server that answers steers over node:http with this runtime spends at
+// least, under the same load. A steer not queued is answered 409, so the load generator counts it
+// as a bad answer. `POST /reset` closes the session and opens a fresh one with fresh holders, as the
+// case gives subrun a fresh session each round. Prints `listening PORT` once its holders run. Run
+// compiled (.bench-build/), as its own process.
 import { createServer } from 'node:http';
 import { floorServer, holders, session, valueOf } from '../lib/floor.ts';
 
