@@ -359,10 +359,7 @@ export class RemoteChild implements RemoteChildHandle {
     this.#delegations.await(delegation_id, results);
   }
 
-  /**
-   * The runtime abandoned the run, or an adopted child it never resumed (its entry is out): the worker
-   * drops the child, and the slot counted here goes now, not when a finish that may never come does.
-   */
+  /** The runtime abandoned the run, or an adopted child it never resumed: the worker drops it, the slot goes now. */
   abandon(): void {
     if (this.#settled.opened) return;
     this.#settled.open();
