@@ -319,7 +319,7 @@ export class ChildRecord {
     return this.#inbox.waitForSteer(this, cancel);
   }
 
-  /** Steers taken and never confirmed (missed with maybe_delivered if the runner is given up on now). */
+  /** Steers taken and never confirmed (after the seal: those it handed back as taken). */
   takenSteerIds(): ReadonlySet<string> {
     return this.#inbox.takenIds();
   }

@@ -4,10 +4,14 @@
 import { whenAnyStopped, type Stopper } from '../clock.ts';
 import type { Steer } from '../types.ts';
 
+const NONE_TAKEN: ReadonlySet<string> = new Set();
+
 export class SteerInbox {
   #queued: Steer[] = [];
   /** Taken by the runner, not yet confirmed delivered; keyed by steer_id, insertion = seq order. */
   #taken: Map<string, Steer> | undefined;
+  /** What the seal handed back as taken, by id (none for most children). */
+  #takenAtSeal: ReadonlySet<string> | undefined;
   #sealed = false;
   #seq = 0;
   /** Made on the first wait: most children never wait for a steer. */
@@ -107,8 +111,12 @@ export class SteerInbox {
     return confirmed;
   }
 
-  /** Ids of the steers taken and not confirmed: what a runner that never reports back may have delivered. */
+  /**
+   * Ids of the steers taken and not confirmed (once sealed: those the seal handed back as taken):
+   * what a runner that never reports back may have delivered.
+   */
   takenIds(): ReadonlySet<string> {
+    if (this.#sealed) return this.#takenAtSeal ?? NONE_TAKEN;
     return new Set(this.#taken?.keys());
   }
 
@@ -126,6 +134,7 @@ export class SteerInbox {
     this.#pendingBytes = 0;
     this.#wakeAll();
     if (taken === undefined || taken.size === 0) return queued;
+    this.#takenAtSeal = new Set(taken.keys());
     return [...taken.values(), ...queued].sort((a, b) => a.seq - b.seq);
   }
 

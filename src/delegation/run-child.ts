@@ -9,10 +9,7 @@ import type { Core } from './core.ts';
 import { RunnerLostError, type CompletionEntry, type FinalStatus, type MissedSteer, type RunOutcome, type Steer } from '../types.ts';
 
 type Settled =
-  | { readonly kind: 'returned'; readonly outcome: RunOutcome }
-  | { readonly kind: 'threw'; readonly error: unknown }
-  // Given up on while it may still run: what it had taken may yet reach a model (maybe_delivered).
-  | { readonly kind: 'abandoned'; readonly maybe_delivered: ReadonlySet<string> };
+  { readonly kind: 'returned'; readonly outcome: RunOutcome } | { readonly kind: 'threw'; readonly error: unknown } | { readonly kind: 'abandoned' };
 
 /**
  * One child between spawn and entry: its record, its context, its timers and the lifecycle as
@@ -171,8 +168,7 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
     if (!record.accepting_steer) return;
     const failed = (err: unknown) => core.logger.error({ err, subagent_id: record.subagent_id }, 'child run failed');
     try {
-      // Read before the seal empties the inbox.
-      this.#finish({ kind: 'abandoned', maybe_delivered: record.takenSteerIds() })?.catch(failed);
+      this.#finish({ kind: 'abandoned' })?.catch(failed);
       // What the run holds elsewhere (a remote worker's slot) goes with it.
       record.runner.abandon?.(record.subagent_id);
     } catch (err) {
@@ -219,8 +215,6 @@ export class LiveChild implements ChildLifecycle, QueuedChild {
 }
 
 function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext, adopted = false): void {
-  // Taken only by an adopted child (receipts its worker holds): they may yet reach its model.
-  const maybe = record.takenSteerIds();
   const leftovers = record.sealInbox();
   ChildContext.close(ctx);
   const entry = buildCompletionEntry({
@@ -231,7 +225,8 @@ function finishUnstarted(core: Core, record: ChildRecord, ctx: ChildContext, ado
     error: adopted ? 'interrupted before it was resumed after a restart' : 'interrupted before it started',
     duration_seconds: 0,
     model: record.model,
-    ...missedOf(leftovers, maybe),
+    // Taken only by an adopted child (receipts its worker holds): they may yet reach its model.
+    ...missedOf(leftovers, record.takenSteerIds()),
   });
   publishEntry(core, record, entry);
 }
@@ -253,7 +248,7 @@ const NOTHING_MISSED = { missed: undefined, missed_detail: undefined };
 
 function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: Decision, missed: readonly Steer[]): CompletionEntry {
   const outcome = settled.kind === 'returned' ? settled.outcome : undefined;
-  const m = missedOf(missed, mayHaveDelivered(settled));
+  const m = missedOf(missed, mayHaveDelivered(record, settled));
   return buildCompletionEntry({
     task_index: record.task_index,
     subagent_id: record.subagent_id,
@@ -272,9 +267,12 @@ function finalEntry(core: Core, record: ChildRecord, settled: Settled, decided: 
   });
 }
 
-/** Steers a runner the runtime cannot hear from any more may have delivered: a lost or abandoned one's. */
-function mayHaveDelivered(settled: Settled): ReadonlySet<string> | undefined {
-  if (settled.kind === 'abandoned') return settled.maybe_delivered;
+/**
+ * Steers a runner the runtime cannot hear from any more may have delivered: a lost one's (its
+ * worker's receipts), or an abandoned one's (what it had taken: it may still send it to a model).
+ */
+function mayHaveDelivered(record: ChildRecord, settled: Settled): ReadonlySet<string> | undefined {
+  if (settled.kind === 'abandoned') return record.takenSteerIds();
   if (settled.kind === 'threw' && settled.error instanceof RunnerLostError) return settled.error.maybe_delivered;
   return undefined;
 }

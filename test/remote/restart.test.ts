@@ -271,11 +271,12 @@ it('adopts a remote child again after a SIGKILL and then a SIGTERM (its place su
   expect(done.payload).toMatchObject({ status: 'completed', summary: 'twice' });
 }, 90_000);
 
-it('lets go of an adopted child stopped while it waits for a slot in the new process: its entry at once, its worker drops it', async () => {
+it('lets go of an adopted child stopped while it waits for a slot in the new process: its entry at once, its worker drops it, its slot is free', async () => {
   const dir = await freshStateDir();
   dirs.push(dir);
   const first = await plane(dir);
-  const w = await startWorker(nats.url);
+  // Room for the two holders only: a child placed later runs only once one of their slots is free.
+  const w = await startWorker(nats.url, ['--max-children', '2']);
   const a = await host(first);
   const s = await mustCall<{ session_id: string; session_key: string }>(a, 'session.create', {});
   // Long enough for the progress naming its worker to be written (--checkpoint-ms 20).
@@ -299,4 +300,12 @@ it('lets go of an adopted child stopped while it waits for a slot in the new pro
   expect(entry.payload).toMatchObject({ status: 'interrupted', error: 'interrupted before it was resumed after a restart' });
   // It ran on, on its worker, unstopped by anything else: the worker is told to drop it.
   await w.proc.stderr.take((l) => l.includes(`dropped ${waiting}`), 20_000, 'the worker dropping the child');
+  // Its slot is free on both sides: a child of another session (another queue) is placed and runs.
+  const other = await mustCall<{ session_id: string }>(b, 'session.create', {});
+  const next = await mustCall<{ subagent_ids: string[] }>(b, 'delegation.spawn', {
+    session_id: other.session_id,
+    tasks: [{ goal: 'after the drop', agent: { kind: 'scripted', steps: [{ op: 'finish', summary: 'ran' }] } }],
+  });
+  const ran = await waitFor(b, is('subagent.complete', next.subagent_ids[0] as string), 'the next child’s entry');
+  expect(ran.payload).toMatchObject({ status: 'completed', summary: 'ran' });
 }, 90_000);
