@@ -93,13 +93,15 @@ function bounded(a: Answer, max: number): { status: number; text: string } {
 export function send(res: ServerResponse, a: Answer, closing: boolean, max_reply_bytes: number = DEFAULT_MAX_REPLY_BYTES): void {
   if (res.headersSent || res.destroyed) return;
   const { status, text } = bounded(a, max_reply_bytes);
-  res.writeHead(status, {
+  // One object, filled in place: no spread per answer (bench: http.steer.p50@1conn).
+  const headers: Record<string, string | number> = {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(text, 'utf8'),
     'Cache-Control': 'no-store',
     'X-Content-Type-Options': 'nosniff',
-    ...(closing ? { Connection: 'close' } : {}),
-    ...a.headers,
-  });
+  };
+  if (closing) headers.Connection = 'close';
+  if (a.headers) Object.assign(headers, a.headers);
+  res.writeHead(status, headers);
   res.end(text);
 }

@@ -13,6 +13,7 @@ import { Backlog } from '../server/backlog.ts';
 import type { EventSink, ServerHub } from '../server/hub.ts';
 import type { Logger } from '../log.ts';
 import type { ListenerContext } from '../server/listener.ts';
+import type { Query } from './route-table.ts';
 
 export interface SseOptions {
   /** A comment line this often keeps proxies from closing an idle stream. Default 15 s. */
@@ -101,7 +102,7 @@ class Stream implements FrameSink {
 }
 
 /** The cursor of a resuming consumer: `Last-Event-ID`, else `?last_event_id=`; NaN if malformed. */
-export function cursorOf(req: IncomingMessage, query: URLSearchParams): number | undefined {
+export function cursorOf(req: IncomingMessage, query: Query): number | undefined {
   const raw = req.headers['last-event-id'] ?? query.get('last_event_id') ?? undefined;
   if (raw === undefined) return undefined;
   const text = String(raw).trim();

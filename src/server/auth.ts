@@ -24,10 +24,14 @@ export function targetOf(req: IncomingMessage): URL | undefined {
   }
 }
 
+const BEARER = /^bearer\s+/i;
+
 export function bearerOf(req: IncomingMessage): string | undefined {
   const auth = req.headers.authorization;
-  if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim();
-  return undefined;
+  if (typeof auth !== 'string') return undefined;
+  // One match, its length where the token begins (every request reads it).
+  const scheme = BEARER.exec(auth);
+  return scheme === null ? undefined : auth.slice(scheme[0].length).trim();
 }
 
 /** The value of one cookie of the request, if present. */

@@ -63,7 +63,7 @@ export function requestSpan(): Span | undefined {
   return current === undefined ? undefined : trace.getSpan(current);
 }
 
-type Carrier = Readonly<Record<string, unknown>>;
+export type Carrier = Readonly<Record<string, unknown>>;
 
 const getter: TextMapGetter<Carrier> = {
   keys: (carrier) => Object.keys(carrier),

@@ -5,6 +5,7 @@
 // `worker`, a live worker's id, whose series go when the worker does.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { VERSION } from '../version.ts';
+import { SteerWaits } from './steer-waits.ts';
 import type { CompletionEntry, SteerRejection } from '../types.ts';
 import { NO_RUN, NO_TURN, type ChatEnd, type ChildFacts, type Ending, type RunTelemetry, type RuntimeObserver, type TurnTelemetry } from './observer.ts';
 
@@ -41,7 +42,7 @@ export class Metrics implements RuntimeObserver {
   /** Live children and where they are: the gauge is counted from this, so it cannot drift. */
   readonly #children = new Map<string, 'queued' | 'running'>();
   /** Steers queued and not settled yet, with when they were queued (ms). */
-  readonly #steers = new Map<string, number>();
+  readonly #steers = new SteerWaits();
   readonly #spawned: Counter;
   readonly #finished: Counter<'status' | 'exit_reason'>;
   /** Steers by fate, counted as plain numbers on the steer path and read into the counter at scrape time. */
@@ -252,27 +253,26 @@ export class Metrics implements RuntimeObserver {
     if (!this.#children.delete(c.subagent_id)) return;
     this.#finished.inc({ status: known(STATUS_SET, entry.status), exit_reason: known(EXIT_REASONS, entry.exit_reason) });
     for (const m of entry.missed_steer_detail ?? []) {
-      if (this.#steers.delete(m.steer_id)) this.#fates.missed++;
+      if (this.#steers.settle(c.subagent_id, m.steer_id) !== undefined) this.#fates.missed++;
     }
+    this.#steers.forget(c.subagent_id);
   }
 
-  steerQueued(_child: string, steer_id: string, _bytes: number, at: number): void {
-    if (this.#steers.has(steer_id)) return;
-    this.#steers.set(steer_id, at);
+  steerQueued(child: string, steer_id: string, _bytes: number, at: number): void {
+    this.#steers.queued(child, steer_id, at);
     this.#fates.queued++;
   }
 
-  steerDelivered(_child: string, steer_id: string, at: number): void {
-    const queued = this.#steers.get(steer_id);
+  steerDelivered(child: string, steer_id: string, at: number): void {
+    const queued = this.#steers.settle(child, steer_id);
     if (queued === undefined) return;
-    this.#steers.delete(steer_id);
     this.#fates.delivered++;
     this.#steerDelivery.observe(Math.max(0, at - queued) / 1000);
   }
 
-  steerWithdrawn(_child: string, steer_id: string): void {
+  steerWithdrawn(child: string, steer_id: string): void {
     // Told as rejected in the end (the host heard no `queued`): it leaves the queued count as it came.
-    if (this.#steers.delete(steer_id)) this.#fates.rejected++;
+    if (this.#steers.settle(child, steer_id, true) !== undefined) this.#fates.rejected++;
   }
 
   steerRejected(_child: string, reason: SteerRejection): void {

@@ -1,0 +1,73 @@
+// The steers the metrics count as queued and not yet settled, with when each was queued (for the
+// delivery-latency histogram and the queue-depth gauge). Kept per child, in acceptance order, in
+// two plain arrays: a steer settles almost always at its child's head (delivery takes in
+// acceptance order; a withdrawn steer is the last one queued), so a settle is an index step, not a
+// lookup. One map keyed by steer id held every queued steer of the server: at 64,000 queued steers
+// its inserts cost more than the rest of the steer's observers (bench: http.steer.floor_depth).
+
+/** Where a settled steer was: its slot is blanked, and the head moves past blanks. */
+const SETTLED = '';
+
+/** One child's queued steers: `ids[i]` was queued at `at[i]`; slots before `head` are settled. */
+interface Queue {
+  readonly ids: string[];
+  readonly at: number[];
+  head: number;
+}
+
+/** Below this many settled slots at the head, a queue is not compacted (a splice per steer would cost more). */
+const COMPACT_AFTER = 1024;
+
+export class SteerWaits {
+  readonly #byChild = new Map<string, Queue>();
+  #size = 0;
+
+  /** Steers queued and not settled, every child's. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** A steer accepted for `child` at `at` (ms). The runtime reports each steer id once. */
+  queued(child: string, steer_id: string, at: number): void {
+    let q = this.#byChild.get(child);
+    if (q === undefined) this.#byChild.set(child, (q = { ids: [], at: [], head: 0 }));
+    q.ids.push(steer_id);
+    q.at.push(at);
+    this.#size++;
+  }
+
+  /**
+   * The steer settled (delivered, missed or withdrawn): when it was queued, or undefined if it was
+   * not counted queued here (a steer an adopted child brought from before a restart, say).
+   * `newest` searches from the tail first (a withdrawn steer is the child's last).
+   */
+  settle(child: string, steer_id: string, newest = false): number | undefined {
+    const q = this.#byChild.get(child);
+    if (q === undefined || steer_id === SETTLED) return undefined;
+    const i = q.ids[q.head] === steer_id ? q.head : newest ? q.ids.lastIndexOf(steer_id) : q.ids.indexOf(steer_id, q.head);
+    if (i < q.head) return undefined;
+    const at = q.at[i];
+    q.ids[i] = SETTLED;
+    this.#size--;
+    while (q.head < q.ids.length && q.ids[q.head] === SETTLED) q.head++;
+    if (q.head === q.ids.length) {
+      // Emptied: kept for the child's next steer (forget() drops it when the child ends).
+      q.ids.length = 0;
+      q.at.length = 0;
+      q.head = 0;
+    } else if (q.head >= COMPACT_AFTER && q.head * 2 >= q.ids.length) {
+      q.ids.splice(0, q.head);
+      q.at.splice(0, q.head);
+      q.head = 0;
+    }
+    return at;
+  }
+
+  /** The child ended: its steers leave (those it missed are settled first, by settle). */
+  forget(child: string): void {
+    const q = this.#byChild.get(child);
+    if (q === undefined) return;
+    this.#byChild.delete(child);
+    for (let i = q.head; i < q.ids.length; i++) if (q.ids[i] !== SETTLED) this.#size--;
+  }
+}
