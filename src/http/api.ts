@@ -21,14 +21,6 @@ import { within } from '../telemetry/context.ts';
 import { httpRequest } from '../telemetry/requests.ts';
 import { metricsRoute } from './metrics.ts';
 
-/** A route's template as docs/http.md writes it: `/v1/sessions/{sid}/subagents/{cid}/steer`. */
-const templates = new WeakMap<Route, string>();
-function templateOf(route: Route): string {
-  let t = templates.get(route);
-  if (t === undefined) templates.set(route, (t = `/${route.path.map((s) => (s.startsWith(':') ? `{${s.slice(1)}}` : s)).join('/')}`));
-  return t;
-}
-
 export interface HttpApiOptions {
   readonly token: string;
   readonly logger: Logger;
@@ -146,7 +138,7 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     const run = (body: Record<string, unknown>): void => {
       const call: Call = { req, res, ctx, url, params: found.params, body };
       // The event stream outlives any trace: it gets no request span.
-      const request = found.route.stream === true ? undefined : httpRequest(method, templateOf(found.route), found.params.sid, req.headers);
+      const request = found.route.stream === true ? undefined : httpRequest(method, found.template, found.params.sid, req.headers);
       let handled: Answer | 'streamed' | Promise<Answer | 'streamed'>;
       try {
         handled = request ? within(request.ctx, () => handler(call)) : handler(call);

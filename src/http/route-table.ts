@@ -50,11 +50,19 @@ export interface Route {
 /** A route made ready to match: each segment's literal, or the parameter it fills. */
 interface Compiled {
   readonly route: Route;
+  readonly template: string;
   readonly literals: readonly (string | undefined)[];
   readonly names: readonly (ParamName | undefined)[];
 }
 
-export type Matcher = (pathname: string) => { route: Route; params: Params } | undefined;
+/** A matched route, its template as docs/http.md writes it (`/v1/sessions/{sid}/subagents/{cid}/steer`) and its parameters. */
+export interface Matched {
+  readonly route: Route;
+  readonly template: string;
+  readonly params: Params;
+}
+
+export type Matcher = (pathname: string) => Matched | undefined;
 
 /**
  * The matcher of a table: the parameters land in one fixed-shape object, so a request neither
@@ -69,7 +77,12 @@ export function compile(routes: readonly Route[]): Matcher {
       if (!PARAM_NAMES.includes(name)) throw new Error(`route ${route.path.join('/')}: unknown parameter ${s}`);
       return name as ParamName;
     });
-    return { route, names, literals: route.path.map((s, i) => (names[i] === undefined ? s : undefined)) };
+    return {
+      route,
+      template: `/${route.path.map((s) => (s.startsWith(':') ? `{${s.slice(1)}}` : s)).join('/')}`,
+      names,
+      literals: route.path.map((s, i) => (names[i] === undefined ? s : undefined)),
+    };
   });
   return (pathname) => {
     if (pathname.charCodeAt(0) !== 47 /* '/' */) return undefined;
@@ -92,7 +105,7 @@ export function compile(routes: readonly Route[]): Matcher {
         else if (name === 'cid') cid = segments[i + 1];
         else if (name === 'did') did = segments[i + 1];
       }
-      return { route: c.route, params: { sid, cid, did } };
+      return { route: c.route, template: c.template, params: { sid, cid, did } };
     }
     return undefined;
   };

@@ -90,7 +90,8 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     // began, a socket whose answer is out is ended (no keep-alive holds the process).
     const socket = req.socket;
     busy.add(socket);
-    res.once('close', () => {
+    // 'close' is emitted once: `on` spares the once-wrapper per request.
+    res.on('close', () => {
       busy.delete(socket);
       if (!accepting) socket.end();
     });

@@ -12,8 +12,12 @@ const match = compile([sessions, session, steer, delegation]);
 
 describe('compile', () => {
   it('matches literals and fills the named parameters, the others undefined', () => {
-    expect(match('/v1/sessions')).toEqual({ route: sessions, params: { sid: undefined, cid: undefined, did: undefined } });
-    expect(match('/v1/sessions/se_1/subagents/sa_2/steer')).toEqual({ route: steer, params: { sid: 'se_1', cid: 'sa_2', did: undefined } });
+    expect(match('/v1/sessions')).toEqual({ route: sessions, template: '/v1/sessions', params: { sid: undefined, cid: undefined, did: undefined } });
+    expect(match('/v1/sessions/se_1/subagents/sa_2/steer')).toEqual({
+      route: steer,
+      template: '/v1/sessions/{sid}/subagents/{cid}/steer',
+      params: { sid: 'se_1', cid: 'sa_2', did: undefined },
+    });
     expect(match('/v1/sessions/se_1/delegations/dl_3')?.params).toEqual({ sid: 'se_1', cid: undefined, did: 'dl_3' });
     expect(match('/v1/sessions/se_1')?.route).toBe(session);
   });
