@@ -44,7 +44,11 @@ interface SessionMarks {
 
 export class TimelineLog {
   readonly #sessions = new Map<string, SessionMarks>();
-  /** Steers still queued, by child in acceptance order: where a delivery or a miss settles them. */
+  /**
+   * Steers still queued whose marks are kept, by child in acceptance order: where a delivery or a
+   * miss settles them. A steer whose mark the session let go is not here: its delivery searches
+   * its child's kept queue (at most the session's 1,000 marks) and finds nothing.
+   */
   readonly #queued = new SteerWaits<SteerMark>();
   readonly #lookup: (subagent_id: string) => ChildRecord | undefined;
   readonly #now: () => number;
@@ -80,8 +84,7 @@ export class TimelineLog {
       // A missed steer's moment is the child's end (the seal), in acceptance order.
       finished: (c, entry) => {
         const at = this.#now();
-        for (const m of entry.missed_steer_detail ?? []) this.#settle(c.subagent_id, m.steer_id, 'missed', at);
-        this.#queued.forget(c.subagent_id);
+        for (const mark of this.#queued.ended(c.subagent_id, entry.missed_steer_detail ?? [])) this.#settled(mark, 'missed', at);
       },
       interrupted: (target, found, reached) => {
         const owner = found ? this.#lookup(target)?.owner : undefined;
@@ -168,14 +171,18 @@ export class TimelineLog {
   #addSteer(owner: Owner, mark: SteerMark): void {
     if (mark.steer_id !== null) this.#queued.queued(mark.subagent_id, mark.steer_id, mark);
     // The oldest settled mark goes first, never the one just added (a refusal is settled at once);
-    // with none settled before it, the oldest (its child's oldest queued: a step at that head).
+    // with none settled before it, the oldest (its child's oldest queued: at that child's head).
     const gone = this.#marks(owner.session_id).steers.add(mark, mark.fate !== 'queued');
     if (gone && gone.fate === 'queued' && gone.steer_id !== null) this.#queued.settle(gone.subagent_id, gone.steer_id);
   }
 
   #settle(subagent_id: string, steer_id: string, fate: TimelineFate, at: number): void {
     const mark = this.#queued.settle(subagent_id, steer_id);
-    if (!mark) return;
+    if (mark) this.#settled(mark, fate, at);
+  }
+
+  /** A queued mark, out of #queued already, takes its fate. */
+  #settled(mark: SteerMark, fate: TimelineFate, at: number): void {
     mark.fate = fate;
     mark.at = at;
     // A mark in #queued is in its session's list (eviction, reset and close take it out of both).

@@ -252,10 +252,7 @@ export class Metrics implements RuntimeObserver {
   finished(c: ChildFacts, entry: CompletionEntry): void {
     if (!this.#children.delete(c.subagent_id)) return;
     this.#finished.inc({ status: known(STATUS_SET, entry.status), exit_reason: known(EXIT_REASONS, entry.exit_reason) });
-    for (const m of entry.missed_steer_detail ?? []) {
-      if (this.#steers.settle(c.subagent_id, m.steer_id) !== undefined) this.#fates.missed++;
-    }
-    this.#steers.forget(c.subagent_id);
+    this.#fates.missed += this.#steers.ended(c.subagent_id, entry.missed_steer_detail ?? []).length;
   }
 
   steerQueued(child: string, steer_id: string, _bytes: number, at: number): void {

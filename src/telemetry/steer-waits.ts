@@ -65,11 +65,24 @@ export class SteerWaits<T> {
     return value;
   }
 
-  /** The child ended: its steers leave (those it missed are settled first, by settle). */
-  forget(child: string): void {
+  /**
+   * The child ended: settles the steers it missed (`missed`, its entry's detail) that were seen
+   * queued here, and drops the rest of its queue. Returns their values in acceptance order. One
+   * pass over a set of the missed ids, however few of them the queue still holds (the timeline
+   * keeps only a session's latest marks: a search per missed steer scanned its whole queue).
+   */
+  ended(child: string, missed: readonly { readonly steer_id: string }[]): T[] {
     const q = this.#byChild.get(child);
-    if (q === undefined) return;
+    if (q === undefined) return [];
     this.#byChild.delete(child);
-    for (let i = q.head; i < q.ids.length; i++) if (q.ids[i] !== SETTLED) this.#size--;
+    const ids = missed.length > 0 ? new Set(missed.map((m) => m.steer_id)) : undefined;
+    const out: T[] = [];
+    for (let i = q.head; i < q.ids.length; i++) {
+      const id = q.ids[i] as string;
+      if (id === SETTLED) continue;
+      this.#size--;
+      if (ids?.has(id) === true) out.push(q.values[i] as T);
+    }
+    return out;
   }
 }

@@ -178,4 +178,31 @@ describe('the runtime timeline', () => {
     runtime.interrupt(hangs);
     await results;
   });
+
+  it('settles the queued steers it still keeps when they are delivered or missed, and never brings back one it let go', async () => {
+    const runtime = createRuntime({ max_queued_steers: MAX_TIMELINE_STEERS + 10 });
+    const o = owner('ses_settle');
+    const { subagent_ids, results } = runtime.delegate(
+      [
+        { goal: 'takes', runner: scripted([{ op: 'wait_steer' }, { op: 'finish', summary: 'ok' }]) },
+        { goal: 'hangs', runner: scripted([{ op: 'hang' }]) },
+      ],
+      { owner: o },
+    );
+    const [takes, hangs] = subagent_ids as [string, string];
+    // Queued before either child runs: 5 more than the session keeps, so the 5 oldest marks go.
+    const ids: string[] = [];
+    for (let i = 0; i < MAX_TIMELINE_STEERS + 5; i++) {
+      const r = runtime.scoped.steer(scope(o), i % 2 === 0 ? takes : hangs, `steer ${i}`);
+      if (r.status !== 'queued') throw new Error(`steer ${i} ${r.status}`);
+      ids.push(r.steer_id);
+    }
+    await reaches(runtime, takes, 'subagent.complete');
+    runtime.interrupt(hangs);
+    await results;
+    const t = runtime.scoped.timeline(scope(o));
+    expect(t.steers.map((m) => m.steer_id)).toEqual(ids.slice(5));
+    for (const m of t.steers) expect(m.fate).toBe(m.subagent_id === takes ? 'delivered' : 'missed');
+    expect(t.steers.every((m) => m.at !== null)).toBe(true);
+  });
 });

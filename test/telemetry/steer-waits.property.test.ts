@@ -1,7 +1,8 @@
-// SteerWaits (the metrics' queued steers) against a plain model: a map from steer id to its child
-// and queued time. Whatever the order steers settle in (at the head, out of order, withdrawn from
-// the tail, twice, unknown, after their child ended), each settle answers what the model answers
-// and the size is the model's, across the compaction of a long queue.
+// SteerWaits (the metrics' and the timeline's queued steers) against a plain model: a map from
+// steer id to its child and queued time. Whatever the order steers settle in (at the head, out of
+// order, withdrawn from the tail, twice, unknown, after their child ended), each settle answers
+// what the model answers, a child's end hands back exactly its queued steers that its entry names
+// missed (in acceptance order), and the size is the model's, across the compaction of a long queue.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SteerWaits } from '../../src/telemetry/steer-waits.ts';
@@ -10,13 +11,13 @@ type Cmd =
   | { readonly op: 'queue'; readonly child: number; readonly n: number }
   | { readonly op: 'settle'; readonly pick: number; readonly newest: boolean; readonly fresh: boolean }
   | { readonly op: 'deliverHead'; readonly child: number; readonly n: number }
-  | { readonly op: 'forget'; readonly child: number };
+  | { readonly op: 'ended'; readonly child: number; readonly missed: readonly number[] };
 
 const cmd: fc.Arbitrary<Cmd> = fc.oneof(
   fc.record({ op: fc.constant('queue' as const), child: fc.nat(2), n: fc.integer({ min: 1, max: 700 }) }),
   fc.record({ op: fc.constant('settle' as const), pick: fc.nat(), newest: fc.boolean(), fresh: fc.boolean() }),
   fc.record({ op: fc.constant('deliverHead' as const), child: fc.nat(2), n: fc.integer({ min: 1, max: 1500 }) }),
-  fc.record({ op: fc.constant('forget' as const), child: fc.nat(2) }),
+  fc.record({ op: fc.constant('ended' as const), child: fc.nat(2), missed: fc.array(fc.nat(), { maxLength: 50 }) }),
 );
 
 describe('SteerWaits', () => {
@@ -52,8 +53,12 @@ describe('SteerWaits', () => {
               model.delete(id);
             }
           } else {
+            // Its entry's missed detail: some of the child's queued steers, maybe others' or unknown ids.
             const child = `sa_${c.child}`;
-            waits.forget(child);
+            const missed = c.missed.map((k) => ({ steer_id: named.length > 0 && k % 5 !== 0 ? (named[k % named.length] as string) : `st_unknown_${k}` }));
+            const missedIds = new Set(missed.map((m) => m.steer_id));
+            const want = [...model].filter(([id, v]) => v.child === child && missedIds.has(id)).map(([, v]) => v.at);
+            expect(waits.ended(child, missed)).toEqual(want);
             for (const [id, v] of model) if (v.child === child) model.delete(id);
           }
           expect(waits.size).toBe(model.size);
