@@ -86,37 +86,46 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     }),
   });
 
-  /**
-   * A /v1/ request, answered through `answer` once (or `streamed`). No promise is made before the
-   * handler runs, and a synchronous answer goes out in the step that ended the body (bench:
-   * http.steer.p50@1conn); a handler's promise is answered when it settles. `fail` takes what
-   * threw.
-   */
   const match = compile(routes);
 
-  const api = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    ctx: ListenerContext,
-    url: Target,
-    answer: (a: Answer | 'streamed') => void,
-    fail: (err: unknown) => void,
-  ): void => {
+  /** Writes an answer (nothing for a stream its handler wrote itself). Never throws: send() does not. */
+  const reply = (res: ServerResponse, closing: boolean, a: Answer | 'streamed'): void => {
+    if (a !== 'streamed') send(res, a, closing, server.limits.max_reply_bytes);
+  };
+  /**
+   * Answers what threw: a wire error as itself, anything else logged and -32603. Never throws: it
+   * runs in request events, where a throw would end the process.
+   */
+  const fail = (res: ServerResponse, closing: boolean, err: unknown): void => {
+    try {
+      if (err instanceof RpcError) return reply(res, closing, errorAnswer(err));
+      opts.logger.error({ err }, 'HTTP request failed');
+      reply(res, closing, httpError(RpcCode.InternalError, 'Internal error'));
+    } catch (e) {
+      opts.logger.error({ err: e }, 'HTTP answer not sent');
+      res.destroy();
+    }
+  };
+
+  /**
+   * A /v1/ request, answered once (or streamed). No promise is made before the handler runs, and
+   * a synchronous answer goes out in the step that ended the body, through functions made once
+   * per server, not per request (bench: http.steer.p50@1conn); a handler's promise is answered
+   * when it settles.
+   */
+  const api = (req: IncomingMessage, res: ServerResponse, ctx: ListenerContext, url: Target, closing: boolean): void => {
+    const refuse = (a: Answer): void => {
+      req.resume();
+      reply(res, closing, a);
+    };
     const auth = check.of(req);
-    if (auth === undefined) {
-      req.resume();
-      return answer(httpError(HttpCode.Unauthorized, 'unauthorized', { 'WWW-Authenticate': 'Bearer' }));
-    }
+    if (auth === undefined) return refuse(httpError(HttpCode.Unauthorized, 'unauthorized', { 'WWW-Authenticate': 'Bearer' }));
     const found = match(url.pathname);
-    if (!found) {
-      req.resume();
-      return answer(notFound());
-    }
+    if (!found) return refuse(notFound());
     const method = req.method ?? 'GET';
     const handler = method === 'GET' || method === 'POST' || method === 'DELETE' ? found.route.methods[method] : undefined;
     if (!handler) {
-      req.resume();
-      return answer({
+      return refuse({
         ...httpError(RpcCode.MethodNotFound, 'method not allowed'),
         status: 405,
         headers: { Allow: Object.keys(found.route.methods).join(', ') },
@@ -125,16 +134,8 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     // A browser sends its cookie with any page's request: a change it authenticates must come
     // from an allowed page. A foreign page's Origin is refused whatever the credentials.
     const origin = req.headers.origin;
-    const refused =
-      origin !== undefined && !ctx.isAllowedOrigin(origin)
-        ? httpError(HttpCode.Forbidden, 'origin not allowed')
-        : auth === 'cookie' && WRITES.has(method) && origin === undefined
-          ? httpError(HttpCode.Forbidden, 'origin required')
-          : undefined;
-    if (refused) {
-      req.resume();
-      return answer(refused);
-    }
+    if (origin !== undefined && !ctx.isAllowedOrigin(origin)) return refuse(httpError(HttpCode.Forbidden, 'origin not allowed'));
+    if (auth === 'cookie' && WRITES.has(method) && origin === undefined) return refuse(httpError(HttpCode.Forbidden, 'origin required'));
     const run = (body: Record<string, unknown>): void => {
       const call: Call = { req, res, ctx, url, params: found.params, body };
       // The event stream outlives any trace: it gets no request span.
@@ -144,75 +145,51 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
         handled = request ? within(request.ctx, () => handler(call)) : handler(call);
       } catch (err) {
         request?.end(err instanceof RpcError ? err.code : RpcCode.InternalError);
-        return fail(err);
+        return fail(res, closing, err);
       }
-      const ended = (a: Answer | 'streamed'): void => {
-        request?.end(undefined, a === 'streamed' ? 200 : a.status);
-        answer(a);
-      };
-      if (!(handled instanceof Promise)) return ended(handled);
-      handled.then(ended, (err: unknown) => {
-        request?.end(err instanceof RpcError ? err.code : RpcCode.InternalError);
-        fail(err);
-      });
+      if (!(handled instanceof Promise)) {
+        request?.end(undefined, handled === 'streamed' ? 200 : handled.status);
+        return reply(res, closing, handled);
+      }
+      handled.then(
+        (a) => {
+          request?.end(undefined, a === 'streamed' ? 200 : a.status);
+          reply(res, closing, a);
+        },
+        (err: unknown) => {
+          request?.end(err instanceof RpcError ? err.code : RpcCode.InternalError);
+          fail(res, closing, err);
+        },
+      );
     };
     if (method === 'GET') {
       req.resume();
       return run({});
     }
-    readBody(req, server.limits.max_message_bytes, (read) => (read.ok ? run(read.value) : answer(read.answer)));
+    readBody(req, server.limits.max_message_bytes, (read) => (read.ok ? run(read.value) : reply(res, closing, read.answer)));
   };
 
   const handle: RequestHandler = (req, res, ctx) => {
     const closing = !ctx.accepting;
-    // The JSON-RPC server's per-message reply bound; send() never throws.
-    const reply = (a: Answer) => send(res, a, closing, server.limits.max_reply_bytes);
-    const fail = (err: unknown): void => {
-      if (err instanceof RpcError) return reply(errorAnswer(err));
-      opts.logger.error({ err }, 'HTTP request failed');
-      reply(httpError(RpcCode.InternalError, 'Internal error'));
-    };
     const url = targetOf(req.url);
     if (url === undefined) {
       req.resume();
-      return reply(httpError(RpcCode.InvalidRequest, 'bad request target'));
+      return reply(res, closing, httpError(RpcCode.InvalidRequest, 'bad request target'));
     }
     try {
       const path = url.pathname;
-      if (path === '/health') {
-        req.resume();
-        return reply({ status: 200, body: { status: 'ok', version: VERSION } });
-      }
+      if (path === '/v1' || path.startsWith('/v1/')) return api(req, res, ctx, url, closing);
       if (path === '/metrics' && metrics) return metrics(req, res, closing);
-      if (path === '/') {
-        req.resume();
-        return reply({ status: 302, body: {}, headers: { Location: '/ui/' } });
-      }
-      if (path === '/ui' || path.startsWith('/ui/')) {
-        req.resume();
-        ui.serve(req, res, url, closing).catch(fail);
-        return;
-      }
-      if (path === '/v1' || path.startsWith('/v1/')) {
-        // Nothing on this path may throw out of a request event: that would end the process.
-        const answer = (a: Answer | 'streamed'): void => {
-          if (a !== 'streamed') reply(a);
-        };
-        const last = (err: unknown): void => {
-          try {
-            fail(err);
-          } catch (e) {
-            opts.logger.error({ err: e }, 'HTTP answer not sent');
-            res.destroy();
-          }
-        };
-        api(req, res, ctx, url, answer, last);
-        return;
-      }
       req.resume();
-      reply(notFound());
+      if (path === '/health') return reply(res, closing, { status: 200, body: { status: 'ok', version: VERSION } });
+      if (path === '/') return reply(res, closing, { status: 302, body: {}, headers: { Location: '/ui/' } });
+      if (path === '/ui' || path.startsWith('/ui/')) {
+        ui.serve(req, res, url, closing).catch((err: unknown) => fail(res, closing, err));
+        return;
+      }
+      reply(res, closing, notFound());
     } catch (err) {
-      fail(err);
+      fail(res, closing, err);
     }
   };
 

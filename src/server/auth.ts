@@ -45,6 +45,18 @@ export function cookieOf(req: IncomingMessage, name: string): string | undefined
   return undefined;
 }
 
+/**
+ * Whether two strings are equal, in time that depends on their lengths only (as timingSafeEqual
+ * on their bytes, which the length check before it leaked too): every unit is compared, with no
+ * early exit and no buffer made per request (bench: http.steer.p50@1conn).
+ */
+export function sameText(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
 /** Checks a request's credentials against the token (its digest, `expected`). */
 export class TokenCheck {
   readonly #expected: Buffer;
@@ -55,7 +67,7 @@ export class TokenCheck {
    * presented the right token has an entry; a request is compared, in constant time, with its own
    * connection's proven value.
    */
-  readonly #proven = new WeakMap<object, Buffer>();
+  readonly #proven = new WeakMap<object, string>();
 
   constructor(token: string) {
     this.#expected = digest(token);
@@ -73,13 +85,12 @@ export class TokenCheck {
   of(req: IncomingMessage, query = false): 'bearer' | 'cookie' | undefined {
     const bearer = bearerOf(req) ?? (query ? (targetOf(req)?.searchParams.get('token') ?? undefined) : undefined);
     if (bearer !== undefined) {
-      const given = Buffer.from(bearer, 'utf8');
       // In constant time too: a proxy that pools several clients onto one upstream connection
       // would otherwise let one compare its guess against what another proved.
       const proven = this.#proven.get(req.socket);
-      if (proven?.length === given.length && timingSafeEqual(proven, given)) return 'bearer';
+      if (proven !== undefined && sameText(proven, bearer)) return 'bearer';
       if (!this.token(bearer)) return undefined;
-      this.#proven.set(req.socket, given);
+      this.#proven.set(req.socket, bearer);
       return 'bearer';
     }
     const cookie = cookieOf(req, AUTH_COOKIE);
