@@ -26,6 +26,7 @@ export interface Params {
 }
 export type ParamName = keyof Params;
 const PARAM_NAMES: readonly string[] = ['sid', 'cid', 'did'] satisfies ParamName[];
+const isParamName = (s: string): s is ParamName => PARAM_NAMES.includes(s);
 
 export interface Call {
   readonly req: IncomingMessage;
@@ -74,8 +75,8 @@ export function compile(routes: readonly Route[]): Matcher {
     const names = route.path.map((s) => {
       if (!s.startsWith(':')) return undefined;
       const name = s.slice(1);
-      if (!PARAM_NAMES.includes(name)) throw new Error(`route ${route.path.join('/')}: unknown parameter ${s}`);
-      return name as ParamName;
+      if (!isParamName(name)) throw new Error(`route ${route.path.join('/')}: unknown parameter ${s}`);
+      return name;
     });
     return {
       route,
@@ -93,7 +94,7 @@ export function compile(routes: readonly Route[]): Matcher {
       if (c.literals.length !== n) continue;
       for (let i = 0; i < n; i++) {
         const literal = c.literals[i];
-        const s = segments[i + 1] as string;
+        const s = segments[i + 1] ?? '';
         if (literal === undefined ? s === '' : literal !== s) continue outer;
       }
       let sid: string | undefined;

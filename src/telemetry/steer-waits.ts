@@ -78,10 +78,11 @@ export class SteerWaits<T> {
     const ids = missed.length > 0 ? new Set(missed.map((m) => m.steer_id)) : undefined;
     const out: T[] = [];
     for (let i = q.head; i < q.ids.length; i++) {
-      const id = q.ids[i] as string;
-      if (id === SETTLED) continue;
+      const id = q.ids[i];
+      const value = q.values[i];
+      if (id === undefined || id === SETTLED) continue;
       this.#size--;
-      if (ids?.has(id) === true) out.push(q.values[i] as T);
+      if (value !== undefined && ids?.has(id) === true) out.push(value);
     }
     return out;
   }
