@@ -8,7 +8,6 @@ import type { Timeline, TimelineFate } from '../contract/entities.ts';
 import { NO_OBSERVER, type RuntimeObserver } from '../telemetry/observer.ts';
 import type { Owner, Scope } from '../types.ts';
 import { KeptMarks } from './kept-marks.ts';
-import { SteerWaits } from '../telemetry/steer-waits.ts';
 
 /** Steers kept per session (the oldest settled one leaves first). */
 export const MAX_TIMELINE_STEERS = 1000;
@@ -44,12 +43,8 @@ interface SessionMarks {
 
 export class TimelineLog {
   readonly #sessions = new Map<string, SessionMarks>();
-  /**
-   * Steers still queued whose marks are kept, by child in acceptance order: where a delivery or a
-   * miss settles them. A steer whose mark the session let go is not here: its delivery searches
-   * its child's kept queue (at most the session's 1,000 marks) and finds nothing.
-   */
-  readonly #queued = new SteerWaits<SteerMark>();
+  /** Steers still queued, by id: where a delivery or a miss settles them. */
+  readonly #queued = new Map<string, SteerMark>();
   readonly #lookup: (subagent_id: string) => ChildRecord | undefined;
   readonly #now: () => number;
   /** What the runtime tells this log, as its observers are told. */
@@ -75,16 +70,17 @@ export class TimelineLog {
             gone: false,
           });
       },
-      steerDelivered: (subagent_id, steer_id, at) => this.#settle(subagent_id, steer_id, 'delivered', at),
+      steerDelivered: (_subagent_id, steer_id, at) => this.#settle(steer_id, 'delivered', at),
       steerWithdrawn: (subagent_id, steer_id) => {
-        const mark = this.#queued.settle(subagent_id, steer_id, true);
+        const mark = this.#queued.get(steer_id);
+        this.#queued.delete(steer_id);
         const owner = this.#lookup(subagent_id)?.owner;
         if (mark && owner) this.#sessions.get(owner.session_id)?.steers.remove(mark);
       },
       // A missed steer's moment is the child's end (the seal), in acceptance order.
-      finished: (c, entry) => {
+      finished: (_c, entry) => {
         const at = this.#now();
-        for (const mark of this.#queued.ended(c.subagent_id, entry.missed_steer_detail ?? [])) this.#settled(mark, 'missed', at);
+        for (const m of entry.missed_steer_detail ?? []) this.#settle(m.steer_id, 'missed', at);
       },
       interrupted: (target, found, reached) => {
         const owner = found ? this.#lookup(target)?.owner : undefined;
@@ -120,7 +116,7 @@ export class TimelineLog {
     const marks = this.#sessions.get(session_id);
     if (!marks) return;
     this.#sessions.delete(session_id);
-    for (const s of marks.steers.values()) if (s.steer_id !== null && s.fate === 'queued') this.#queued.settle(s.subagent_id, s.steer_id);
+    for (const s of marks.steers.values()) if (s.steer_id !== null && s.fate === 'queued') this.#queued.delete(s.steer_id);
   }
 
   /** The session was reset: the marks of generations up to `generation` are never seen again. */
@@ -131,7 +127,7 @@ export class TimelineLog {
     const steers = new KeptMarks<SteerMark>(MAX_TIMELINE_STEERS);
     for (const s of marks.steers.values()) {
       if (keep(s)) steers.add(s, s.fate !== 'queued');
-      else if (s.steer_id !== null) this.#queued.settle(s.subagent_id, s.steer_id);
+      else if (s.steer_id !== null) this.#queued.delete(s.steer_id);
     }
     this.#sessions.set(session_id, { steers, interrupts: marks.interrupts.filter(keep) });
   }
@@ -169,20 +165,17 @@ export class TimelineLog {
   }
 
   #addSteer(owner: Owner, mark: SteerMark): void {
-    if (mark.steer_id !== null) this.#queued.queued(mark.subagent_id, mark.steer_id, mark);
+    if (mark.steer_id !== null) this.#queued.set(mark.steer_id, mark);
     // The oldest settled mark goes first, never the one just added (a refusal is settled at once);
-    // with none settled before it, the oldest (its child's oldest queued: at that child's head).
+    // with none settled before it, the oldest.
     const gone = this.#marks(owner.session_id).steers.add(mark, mark.fate !== 'queued');
-    if (gone && gone.fate === 'queued' && gone.steer_id !== null) this.#queued.settle(gone.subagent_id, gone.steer_id);
+    if (gone && gone.fate === 'queued' && gone.steer_id !== null) this.#queued.delete(gone.steer_id);
   }
 
-  #settle(subagent_id: string, steer_id: string, fate: TimelineFate, at: number): void {
-    const mark = this.#queued.settle(subagent_id, steer_id);
-    if (mark) this.#settled(mark, fate, at);
-  }
-
-  /** A queued mark, out of #queued already, takes its fate. */
-  #settled(mark: SteerMark, fate: TimelineFate, at: number): void {
+  #settle(steer_id: string, fate: TimelineFate, at: number): void {
+    const mark = this.#queued.get(steer_id);
+    if (!mark) return;
+    this.#queued.delete(steer_id);
     mark.fate = fate;
     mark.at = at;
     // A mark in #queued is in its session's list (eviction, reset and close take it out of both).

@@ -1,5 +1,5 @@
 // Steers an observer saw queued and not yet settled, each with a value of the observer's (the
-// metrics: when it was queued; the timeline: its mark). Kept per child, in acceptance order, in
+// metrics: when it was queued). Kept per child, in acceptance order, in
 // two plain arrays: a steer settles almost always at its child's head (delivery takes in
 // acceptance order; a withdrawn steer is among the last queued), so a settle is an index step, not
 // a lookup. One map keyed by steer id held every queued steer of the server: at 64,000 queued
@@ -52,12 +52,10 @@ export class SteerWaits<T> {
     q.ids[i] = SETTLED;
     this.#size--;
     while (q.head < q.ids.length && q.ids[q.head] === SETTLED) q.head++;
-    if (q.head === q.ids.length) {
-      // Emptied: kept for the child's next steer (forget() drops it when the child ends).
-      q.ids.length = 0;
-      q.values.length = 0;
-      q.head = 0;
-    } else if (q.head >= COMPACT_AFTER && q.head * 2 >= q.ids.length) {
+    // Emptied: dropped, so only children with steers queued are held (a server may steer
+    // 100,000 children once each).
+    if (q.head === q.ids.length) this.#byChild.delete(child);
+    else if (q.head >= COMPACT_AFTER && q.head * 2 >= q.ids.length) {
       q.ids.splice(0, q.head);
       q.values.splice(0, q.head);
       q.head = 0;
@@ -68,8 +66,8 @@ export class SteerWaits<T> {
   /**
    * The child ended: settles the steers it missed (`missed`, its entry's detail) that were seen
    * queued here, and drops the rest of its queue. Returns their values in acceptance order. One
-   * pass over a set of the missed ids, however few of them the queue still holds (the timeline
-   * keeps only a session's latest marks: a search per missed steer scanned its whole queue).
+   * pass over a set of the missed ids, whichever of them the queue holds (a steer queued before a
+   * restart is not in it).
    */
   ended(child: string, missed: readonly { readonly steer_id: string }[]): T[] {
     const q = this.#byChild.get(child);

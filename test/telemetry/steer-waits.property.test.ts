@@ -1,4 +1,4 @@
-// SteerWaits (the metrics' and the timeline's queued steers) against a plain model: a map from
+// SteerWaits (the metrics' queued steers) against a plain model: a map from
 // steer id to its child and queued time. Whatever the order steers settle in (at the head, out of
 // order, withdrawn from the tail, twice, unknown, after their child ended), each settle answers
 // what the model answers, a child's end hands back exactly its queued steers that its entry names
