@@ -18,7 +18,7 @@ import { compile, NO_QUERY, type Call, type Route, type Target } from './route-t
 import { SseHub, type SseOptions } from './sse.ts';
 import { DEFAULT_UI_DIR, UiFiles } from './ui.ts';
 import { within } from '../telemetry/context.ts';
-import { httpRequest } from '../telemetry/requests.ts';
+import { httpRequest, type RequestTrace } from '../telemetry/requests.ts';
 import { metricsRoute } from './metrics.ts';
 
 export interface HttpApiOptions {
@@ -136,31 +136,36 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     const origin = req.headers.origin;
     if (origin !== undefined && !ctx.isAllowedOrigin(origin)) return refuse(httpError(HttpCode.Forbidden, 'origin not allowed'));
     if (auth === 'cookie' && WRITES.has(method) && origin === undefined) return refuse(httpError(HttpCode.Forbidden, 'origin required'));
+    // Runs in a request event: whatever throws is answered (fail), never thrown out of the event.
     const run = (body: Record<string, unknown>): void => {
-      const call: Call = { req, res, ctx, url, params: found.params, body };
       // The event stream outlives any trace: it gets no request span.
-      const request = found.route.stream === true ? undefined : httpRequest(method, found.template, found.params.sid, req.headers);
-      let handled: Answer | 'streamed' | Promise<Answer | 'streamed'>;
+      let request: RequestTrace | undefined;
       try {
-        handled = request ? within(request.ctx, () => handler(call)) : handler(call);
+        request = found.route.stream === true ? undefined : httpRequest(method, found.template, found.params.sid, req.headers);
+        const call: Call = { req, res, ctx, url, params: found.params, body };
+        const handled = request ? within(request.ctx, () => handler(call)) : handler(call);
+        if (!(handled instanceof Promise)) {
+          request?.end(undefined, handled === 'streamed' ? 200 : handled.status);
+          return reply(res, closing, handled);
+        }
+        const trace = request;
+        handled
+          .then(
+            (a) => {
+              trace?.end(undefined, a === 'streamed' ? 200 : a.status);
+              reply(res, closing, a);
+            },
+            (err: unknown) => {
+              trace?.end(err instanceof RpcError ? err.code : RpcCode.InternalError);
+              fail(res, closing, err);
+            },
+          )
+          // Nothing here may reject unhandled: that would end the process.
+          .catch((err: unknown) => fail(res, closing, err));
       } catch (err) {
         request?.end(err instanceof RpcError ? err.code : RpcCode.InternalError);
-        return fail(res, closing, err);
+        fail(res, closing, err);
       }
-      if (!(handled instanceof Promise)) {
-        request?.end(undefined, handled === 'streamed' ? 200 : handled.status);
-        return reply(res, closing, handled);
-      }
-      handled.then(
-        (a) => {
-          request?.end(undefined, a === 'streamed' ? 200 : a.status);
-          reply(res, closing, a);
-        },
-        (err: unknown) => {
-          request?.end(err instanceof RpcError ? err.code : RpcCode.InternalError);
-          fail(res, closing, err);
-        },
-      );
     };
     if (method === 'GET') {
       req.resume();
