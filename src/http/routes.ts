@@ -132,21 +132,25 @@ export function buildRoutes(deps: RouteDeps): Route[] {
   ): Answer | Promise<Answer> => {
     const key = idempotencyKeyOf(call);
     const kept = key !== undefined;
-    const refused = (err: unknown): Answer => {
-      if (!(err instanceof RpcError)) throw err;
-      const replayed = kept && replayedErrors.has(err);
-      if (kept) replayedErrors.add(err);
-      return errorAnswer(err, replayed ? { 'Idempotency-Replayed': 'true' } : undefined);
-    };
-    const shaped = ({ keyed, session }: Invoked<M>): Answer => map({ value: valueOf(keyed.value), replayed: keyed.replayed }, session, kept);
     try {
       const invoked = invoke(call, method, kept ? { ...params, idempotency_key: key } : params);
-      return invoked instanceof Promise ? invoked.then(shaped).catch(refused) : shaped(invoked);
+      // The common answer is synchronous: shaped here, with no closure made for the promise's paths.
+      if (!(invoked instanceof Promise)) return map({ value: valueOf(invoked.keyed.value), replayed: invoked.keyed.replayed }, invoked.session, kept);
+      return invoked
+        .then(({ keyed, session }) => map({ value: valueOf(keyed.value), replayed: keyed.replayed }, session, kept))
+        .catch((err: unknown) => refused(err, kept));
     } catch (err) {
-      return refused(err);
+      return refused(err, kept);
     }
   };
   const replayedErrors = new WeakSet<RpcError>();
+  /** A keyed call's wire error as its answer, said replayed when it is the kept one again. */
+  const refused = (err: unknown, kept: boolean): Answer => {
+    if (!(err instanceof RpcError)) throw err;
+    const replayed = kept && replayedErrors.has(err);
+    if (kept) replayedErrors.add(err);
+    return errorAnswer(err, replayed ? { 'Idempotency-Replayed': 'true' } : undefined);
+  };
 
   const plain = (call: Call, method: MethodName, params: Record<string, unknown>, status = 200): Answer | Promise<Answer> => {
     const invoked = invoke(call, method, params);

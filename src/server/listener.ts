@@ -90,13 +90,15 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     // began, a socket whose answer is out is ended (no keep-alive holds the process).
     const socket = req.socket;
     busy.add(socket);
-    // 'close' is emitted once: `on` spares the once-wrapper per request.
-    res.on('close', () => {
-      busy.delete(socket);
-      if (!accepting) socket.end();
-    });
+    res.on('close', responseClosed);
     opts.onRequest(req, res, contextOf(socket));
   });
+  /** A response is done with (its 'close', once): one function for every response, not a closure each. */
+  function responseClosed(this: ServerResponse): void {
+    const socket = this.req.socket;
+    busy.delete(socket);
+    if (!accepting) socket.end();
+  }
   // One context per connection, made on its first request: an object literal with a getter is
   // defined at run time, and making one per request was measurable (bench: http.steer).
   const contexts = new WeakMap<Duplex, ListenerContext>();

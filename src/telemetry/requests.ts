@@ -2,7 +2,7 @@
 // template (never its path: ids in a span name would make every request a new name). Parented on
 // the caller's W3C context, else a new trace. ERROR only for the server's own failures (-32603,
 // -32000): a refusal (a 409, a 4001) is an answer, not an error.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
 import { extract, tracer, tracing, type Carrier } from './context.ts';
 
 const SERVER_FAULTS = new Set([-32603, -32000]);
@@ -21,9 +21,6 @@ const ended = (): void => undefined;
  * on, so the caller's context passes on as it is, and no attributes are built (bench: http.steer).
  */
 const passOn = (parent: Context): RequestTrace => ({ ctx: parent, end: ended });
-
-/** An HTTP request with no provider registered: no span, and no context read from its headers. */
-const NOT_TRACED: RequestTrace = { ctx: ROOT_CONTEXT, end: ended };
 
 function start(name: string, attributes: Attributes, parent: Context): RequestTrace {
   const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
@@ -53,11 +50,11 @@ export function rpcRequest(method: string, transport: string, session_id: unknow
 
 /**
  * An HTTP request to a `/v1/` resource: `route` is its template (`/v1/sessions/{sid}/subagents/{cid}/steer`),
- * its parent the W3C context its headers carry. With no provider the context is not read at all:
- * nothing would record a span under it (bench: http.steer.p50@1conn).
+ * its parent the W3C context its headers carry. With no provider, none: no context is read and the
+ * handler runs as it is, since nothing would record a span under it (bench: http.steer.p50@1conn).
  */
-export function httpRequest(method: string, route: string, session_id: string | undefined, headers: Carrier): RequestTrace {
-  if (!tracing()) return NOT_TRACED;
+export function httpRequest(method: string, route: string, session_id: string | undefined, headers: Carrier): RequestTrace | undefined {
+  if (!tracing()) return undefined;
   const parent = extract(headers);
   const attributes: Attributes = { 'subrun.transport': 'http', 'http.request.method': method, 'http.route': route };
   if (session_id !== undefined) attributes['gen_ai.conversation.id'] = session_id;
