@@ -250,9 +250,11 @@ export class Metrics implements RuntimeObserver {
   }
 
   finished(c: ChildFacts, entry: CompletionEntry): void {
+    // Before the spawn check: a child adopted after a restart was not counted spawned here, but
+    // the steers queued to it here were, and they leave the queue (missed or not) at its end.
+    this.#fates.missed += this.#steers.ended(c.subagent_id, entry.missed_steer_detail ?? []).length;
     if (!this.#children.delete(c.subagent_id)) return;
     this.#finished.inc({ status: known(STATUS_SET, entry.status), exit_reason: known(EXIT_REASONS, entry.exit_reason) });
-    this.#fates.missed += this.#steers.ended(c.subagent_id, entry.missed_steer_detail ?? []).length;
   }
 
   steerQueued(child: string, steer_id: string, _bytes: number, at: number): void {
