@@ -42,7 +42,7 @@ export class Metrics implements RuntimeObserver {
   /** Live children and where they are: the gauge is counted from this, so it cannot drift. */
   readonly #children = new Map<string, 'queued' | 'running'>();
   /** Steers queued and not settled yet, with when they were queued (ms). */
-  readonly #steers = new SteerWaits<number>();
+  readonly #steers = new SteerWaits();
   readonly #spawned: Counter;
   readonly #finished: Counter<'status' | 'exit_reason'>;
   /** Steers by fate, counted as plain numbers on the steer path and read into the counter at scrape time. */

@@ -24,7 +24,7 @@ describe('SteerWaits', () => {
   it('answers every settle as a map of queued steers would, in any order', () => {
     fc.assert(
       fc.property(fc.array(cmd, { maxLength: 40 }), (cmds) => {
-        const waits = new SteerWaits<number>();
+        const waits = new SteerWaits();
         const model = new Map<string, { child: string; at: number }>();
         /** Every id ever queued, settled or not, in order: what a settle may name. */
         const named: string[] = [];
@@ -69,7 +69,7 @@ describe('SteerWaits', () => {
   });
 
   it('a settled steer settles no second time, and its child queues again after emptying', () => {
-    const waits = new SteerWaits<number>();
+    const waits = new SteerWaits();
     waits.queued('sa_a', 'st_1', 5);
     expect(waits.settle('sa_a', 'st_1')).toBe(5);
     expect(waits.settle('sa_a', 'st_1')).toBeUndefined();
