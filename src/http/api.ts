@@ -107,6 +107,12 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     }
   };
 
+  /** A refusal made before the body is read: the body is drained, not read. */
+  const refuse = (req: IncomingMessage, res: ServerResponse, closing: boolean, a: Answer): void => {
+    req.resume();
+    reply(res, closing, a);
+  };
+
   /**
    * A /v1/ request, answered once (or streamed). No promise is made before the handler runs, and
    * a synchronous answer goes out in the step that ended the body, through functions made once
@@ -114,18 +120,14 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
    * when it settles.
    */
   const api = (req: IncomingMessage, res: ServerResponse, ctx: ListenerContext, url: Target, closing: boolean): void => {
-    const refuse = (a: Answer): void => {
-      req.resume();
-      reply(res, closing, a);
-    };
     const auth = check.of(req);
-    if (auth === undefined) return refuse(httpError(HttpCode.Unauthorized, 'unauthorized', { 'WWW-Authenticate': 'Bearer' }));
+    if (auth === undefined) return refuse(req, res, closing, httpError(HttpCode.Unauthorized, 'unauthorized', { 'WWW-Authenticate': 'Bearer' }));
     const found = match(url.pathname);
-    if (!found) return refuse(notFound());
+    if (!found) return refuse(req, res, closing, notFound());
     const method = req.method ?? 'GET';
     const handler = method === 'GET' || method === 'POST' || method === 'DELETE' ? found.route.methods[method] : undefined;
     if (!handler) {
-      return refuse({
+      return refuse(req, res, closing, {
         ...httpError(RpcCode.MethodNotFound, 'method not allowed'),
         status: 405,
         headers: { Allow: Object.keys(found.route.methods).join(', ') },
@@ -134,8 +136,8 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     // A browser sends its cookie with any page's request: a change it authenticates must come
     // from an allowed page. A foreign page's Origin is refused whatever the credentials.
     const origin = req.headers.origin;
-    if (origin !== undefined && !ctx.isAllowedOrigin(origin)) return refuse(httpError(HttpCode.Forbidden, 'origin not allowed'));
-    if (auth === 'cookie' && WRITES.has(method) && origin === undefined) return refuse(httpError(HttpCode.Forbidden, 'origin required'));
+    if (origin !== undefined && !ctx.isAllowedOrigin(origin)) return refuse(req, res, closing, httpError(HttpCode.Forbidden, 'origin not allowed'));
+    if (auth === 'cookie' && WRITES.has(method) && origin === undefined) return refuse(req, res, closing, httpError(HttpCode.Forbidden, 'origin required'));
     // Runs in a request event: whatever throws is answered (fail), never thrown out of the event.
     const run = (body: Record<string, unknown>): void => {
       // The event stream outlives any trace: it gets no request span.

@@ -7,7 +7,9 @@ import { httpError, type Answer } from './respond.ts';
 
 export type Body = { readonly ok: true; readonly value: Record<string, unknown> } | { readonly ok: false; readonly answer: Answer };
 
-const isJsonType = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim());
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+/** JSON by its media type, parameters allowed; the exact type every client sends is seen first. */
+const isJsonType = (type: string) => type === 'application/json' || JSON_TYPE.test(type.trim());
 
 const tooLarge = (max_bytes: number): Body => ({
   ok: false,
@@ -49,29 +51,29 @@ export function readBody(req: IncomingMessage, max_bytes: number, done: (body: B
   let first: Buffer | undefined;
   let more: Buffer[] | undefined;
   let size = 0;
-  let over = false;
+  // Set once `done` was called: nothing after it (the rest of a body past the bound, an error)
+  // calls it again.
   let settled = false;
-  const settle = (body: Body) => {
-    if (settled) return;
-    settled = true;
-    done(body);
-  };
   req.on('data', (chunk: Buffer) => {
-    if (over) return;
+    if (settled) return;
     size += chunk.length;
     if (size > max_bytes) {
-      over = true;
-      settle(tooLarge(max_bytes));
-      return;
+      settled = true;
+      return done(tooLarge(max_bytes));
     }
     // A small body comes in one chunk: no list, no concat.
     if (first === undefined) first = chunk;
     else (more ??= [first]).push(chunk);
   });
-  req.on('error', () => settle({ ok: false, answer: httpError(RpcCode.InvalidRequest, 'request body not read') }));
+  req.on('error', () => {
+    if (settled) return;
+    settled = true;
+    done({ ok: false, answer: httpError(RpcCode.InvalidRequest, 'request body not read') });
+  });
   req.on('end', () => {
-    if (over) return;
-    if (first === undefined || size === 0) return settle({ ok: true, value: {} });
-    settle(parsed((more ? Buffer.concat(more) : first).toString('utf8'), req.headers['content-type']));
+    if (settled) return;
+    settled = true;
+    if (first === undefined || size === 0) return done({ ok: true, value: {} });
+    done(parsed((more ? Buffer.concat(more) : first).toString('utf8'), req.headers['content-type']));
   });
 }
