@@ -6,6 +6,7 @@ import { ParentAgent } from './agent/parent-agent.ts';
 import { openaiKind, type OpenAIRunnerConfig } from './agent/runner.ts';
 import { workspaceTools } from './agent/tools/workspace.ts';
 import { RpcServer as BareRpcServer, type ServerOptions as BareServerOptions } from './rpc/server.ts';
+import { withProps } from './shapes.ts';
 
 export { METHODS, CATALOG, PROTOCOL_VERSION } from './rpc/server.ts';
 export type { EventSink } from './rpc/server.ts';
@@ -38,25 +39,24 @@ export interface ServerOptions extends BareServerOptions {
 export function withModel(options: ServerOptions): BareServerOptions {
   const { openai: given, ...rest } = options;
   // A retried model request logs where the server logs (one line at info per retry).
-  const openai = given && rest.logger && !given.logger ? { ...given, logger: rest.logger } : given;
-  return {
-    ...rest,
+  const openai = given && rest.logger && !given.logger ? withProps(given, { logger: rest.logger }) : given;
+  return withProps(rest, {
     model: rest.model ?? openai?.endpoint.model ?? '',
     // The caller's kinds win (a remote placement wraps openai too); openai by default.
-    runtime: { ...rest.runtime, runner_kinds: { openai: openaiKind(openai), ...rest.runtime?.runner_kinds } },
+    runtime: withProps(rest.runtime, { runner_kinds: { openai: openaiKind(openai), ...rest.runtime?.runner_kinds } }),
     parent:
       rest.parent ??
       ((ctx) =>
         new ParentAgent({
           runtime: ctx.runtime,
-          config: openai && ctx.workspace !== undefined ? { ...openai, tools: workspaceTools(ctx.workspace) } : openai,
+          config: openai && ctx.workspace !== undefined ? withProps(openai, { tools: workspaceTools(ctx.workspace) }) : openai,
           ids: ctx.ids,
           logger: ctx.logger,
           clock: ctx.clock,
           owner: ctx.owner,
           emit: ctx.emit,
         })),
-  };
+  });
 }
 
 /** The JSON-RPC server with subrun's model loop (src/rpc/server.ts has the one without). */

@@ -6,6 +6,7 @@ import type { Tokens } from '../types.ts';
 import { z } from 'zod';
 import { preview } from '../child/preview.ts';
 import { sseData } from './sse.ts';
+import { withProps } from '../shapes.ts';
 
 export interface ChatMessage {
   readonly role: 'system' | 'user' | 'assistant' | 'tool';
@@ -108,7 +109,7 @@ export async function streamChat(
     requests += 1;
     try {
       const r = await once(endpoint, body, hooks, signal);
-      return { ...r, requests };
+      return withProps(r, { requests });
     } catch (err) {
       const e = toModelError(err, signal);
       if (e.kind === 'aborted' || !e.retryable || attempt >= maxRetries || e.partial) throw e;

@@ -20,6 +20,7 @@ import type { Snapshot } from '../child/snapshot.ts';
 import type { Runtime } from '../delegation/runtime.ts';
 import { within } from '../telemetry/context.ts';
 import type { TurnTelemetry } from '../telemetry/observer.ts';
+import { withProps } from '../shapes.ts';
 
 const PARENT_PROMPT = [
   'You are the parent agent of this session. You can do work yourself with your tools, and you can',
@@ -134,7 +135,7 @@ export class ParentAgent {
 
   async #run(turn: Turn, config: OpenAIRunnerConfig, text: string): Promise<void> {
     const { emit } = this.#deps;
-    const childRunner = openaiRunner({ ...config, system_prompt: undefined });
+    const childRunner = openaiRunner(withProps(config, { system_prompt: undefined }));
     const completions = new CompletionInbox();
     const tools = [...(config.tools ?? []), delegateTaskTool(this.#port(childRunner, turn.telemetry), completions)];
     const { clock } = this.#deps;

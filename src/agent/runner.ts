@@ -12,6 +12,7 @@ import type { ChatEndpoint, ChatMessage } from './chat.ts';
 import type { Logger } from '../log.ts';
 import { CompletionInbox, delegateTaskTool, type DelegationPort } from './delegate-task.ts';
 import { STEER_PROMPT } from './steer-marker.ts';
+import { withProps } from '../shapes.ts';
 
 export interface OpenAIRunnerConfig {
   readonly endpoint: ChatEndpoint;
@@ -150,10 +151,11 @@ export function openaiKind(config: OpenAIRunnerConfig | undefined): RunnerKind {
     });
   }
   return defineRunnerKind(openaiAgentSchema, (spec) =>
-    openaiRunner({
-      ...config,
-      endpoint: { ...config.endpoint, model: spec.model ?? config.endpoint.model },
-      max_iterations: spec.max_iterations ?? config.max_iterations,
-    }),
+    openaiRunner(
+      withProps(config, {
+        endpoint: withProps(config.endpoint, { model: spec.model ?? config.endpoint.model }),
+        max_iterations: spec.max_iterations ?? config.max_iterations,
+      }),
+    ),
   );
 }

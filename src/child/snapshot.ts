@@ -2,6 +2,7 @@
 // state (owner, runner, inbox) cannot leak into a reply or an event by accident.
 import type { Snapshot } from '../contract/wire.ts';
 import type { ChildRecord } from './record.ts';
+import { withProps } from '../shapes.ts';
 
 export type { Snapshot };
 
@@ -19,6 +20,6 @@ export function toSnapshot(r: ChildRecord): Snapshot {
     last_tool: r.last_tool,
     accepting_steer: r.accepting_steer,
   };
-  const revived = r.revived_from === undefined ? snap : { ...snap, revived_from: r.revived_from };
-  return r.finished_at === null ? revived : { ...revived, finished_at: r.finished_at / 1000 };
+  const revived = r.revived_from === undefined ? snap : withProps(snap, { revived_from: r.revived_from });
+  return r.finished_at === null ? revived : withProps(revived, { finished_at: r.finished_at / 1000 });
 }

@@ -2,6 +2,7 @@
 // in watch.ts, prints a session's events). Both speak WebSocket to a running `subrun serve --ws`.
 import WebSocket from 'ws';
 import { helpText, parseFlags, UsageError, wantsHelp, type FlagSpec } from './flags.ts';
+import { withProps } from '../shapes.ts';
 
 export const CLIENT_FLAGS = [
   { flag: 'url', env: 'SUBRUN_URL', kind: 'string', arg: 'URL', help: 'the server (default ws://127.0.0.1:8787/)' },
@@ -180,7 +181,7 @@ export async function call(argv: readonly string[]): Promise<number> {
   const { client, session } = await connect(values);
   try {
     if (session !== undefined && params.session_id === undefined) {
-      params = { ...params, session_id: session };
+      params = withProps(params, { session_id: session });
     }
     const timeout = values['timeout-ms'] ?? 30_000;
     const reply = await Promise.race([

@@ -30,6 +30,7 @@ import { defaultStateDir } from './state-dir.ts';
 import { attachPlacement, drainedWithin, listenOrSay, openJetStream, openStore, takeLead } from './serve-parts.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { startTracing } from './otel.ts';
+import { withProps } from '../shapes.ts';
 
 const SERVE_USAGE = `usage: subrun serve --stdio | --ws | --acp | --mcp [options]
 
@@ -50,7 +51,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const logger = loggerFromFlags(v);
   // A retried model request says so on this logger (info).
   const model = modelConfig(v, sources);
-  const openai = model && { ...model, logger };
+  const openai = model && withProps(model, { logger });
   const defaultRunner = v['default-runner'] ?? 'scripted';
   if (defaultRunner !== 'scripted' && defaultRunner !== 'openai') {
     throw new UsageError(`--default-runner must be scripted or openai, got ${JSON.stringify(defaultRunner)}`);
@@ -99,7 +100,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
         ? undefined
         : await openStore(durable_dir, fsync, logger);
   const remote = lead === undefined ? undefined : await attachPlacement(lead.link, v, logger);
-  const localKinds = { ...builtinRunnerKinds, openai: openaiKind(openai) };
+  const localKinds = withProps(builtinRunnerKinds, { openai: openaiKind(openai) });
   // Served at GET /metrics on the --ws listener; nothing reads them elsewhere.
   const metrics = v.ws === true ? new Metrics() : undefined;
   if (metrics && remote) {
@@ -108,7 +109,6 @@ export async function serve(argv: readonly string[]): Promise<number> {
     remote.onWorkerLost(() => metrics.workerLost());
   }
   const server = new RpcServer({
-    ...(metrics ? { metrics } : {}),
     max_concurrent_children: v['max-concurrent-children'],
     max_spawn_depth: v['max-spawn-depth'],
     max_message_bytes: v['max-message-bytes'],
@@ -141,6 +141,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
         ? openaiRunner(openai)
         : undefined,
     logger,
+    ...(metrics ? { metrics } : {}),
   });
   // What the start settled is stored before anyone hears of it (a JetStream store's log).
   await store?.settled()?.catch((err: unknown) => logger.error({ err }, 'what the start settled is not stored yet; retried'));

@@ -11,6 +11,7 @@ import { MODEL_FLAGS, modelConfig } from './model-options.ts';
 import { NatsStartError } from '../remote/nats.ts';
 import { newWorkerId, Worker } from '../remote/worker/worker.ts';
 import { startTracing } from './otel.ts';
+import { withProps } from '../shapes.ts';
 
 export const WORKER_FLAGS = [
   {
@@ -71,7 +72,7 @@ export async function worker(argv: readonly string[]): Promise<number> {
   const logger = loggerFromFlags(v);
   // A retried model request says so on this logger (info).
   const model = modelConfig(v, sources);
-  const openai = model && { ...model, logger };
+  const openai = model && withProps(model, { logger });
   const id = newWorkerId();
   // Before any child can arrive; a bad OTLP protocol is one line and exit 2 (a UsageError).
   const tracing = await startTracing({ endpoint: v['otlp-endpoint'], service: 'subrun-worker', instance: id, logger });
@@ -83,7 +84,7 @@ export async function worker(argv: readonly string[]): Promise<number> {
       url,
       max_children: v['max-children'],
       heartbeat_ms: v['worker-heartbeat-ms'],
-      kinds: { ...builtinRunnerKinds, openai: openaiKind(openai) },
+      kinds: withProps(builtinRunnerKinds, { openai: openaiKind(openai) }),
       logger,
     });
   } catch (err) {

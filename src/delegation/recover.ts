@@ -4,6 +4,7 @@ import { buildCompletionEntry } from './completion.ts';
 import type { Core } from './core.ts';
 import { ErrorCode, SubrunError } from '../errors.ts';
 import type { ChildJournal, CompletionEntry, DelegationHandle, Owner, Scope, StoredChild, TaskSpec } from '../types.ts';
+import { withProps } from '../shapes.ts';
 
 /** Every lost child's error begins so (the contract's words). */
 export const RESTART_ERROR = 'the server stopped while this subagent ran';
@@ -50,7 +51,7 @@ export function settleLost(journal: ChildJournal, now: number, adopted?: Readonl
       missed: missed.map((s) => s.text),
       missed_detail: missed.map((s) => {
         const detail = { steer_id: s.steer_id, text: s.text, maybe_delivered: s.state === 'taken' };
-        return s.requeued_from === undefined ? detail : { ...detail, requeued_from: s.requeued_from };
+        return s.requeued_from === undefined ? detail : withProps(detail, { requeued_from: s.requeued_from });
       }),
       revivable: child.agent !== 'object',
       ...(child.revived_from !== undefined ? { revived_from: child.revived_from } : {}),

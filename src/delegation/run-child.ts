@@ -7,6 +7,7 @@ import { ChildContext } from './child-context.ts';
 import type { ChildQueue, QueuedChild } from './child-queue.ts';
 import type { Core } from './core.ts';
 import { RunnerLostError, type CompletionEntry, type FinalStatus, type MissedSteer, type RunOutcome, type Steer } from '../types.ts';
+import { withProps } from '../shapes.ts';
 
 type Settled =
   { readonly kind: 'returned'; readonly outcome: RunOutcome } | { readonly kind: 'threw'; readonly error: unknown } | { readonly kind: 'abandoned' };
@@ -239,7 +240,7 @@ function missedOf(steers: readonly Steer[], maybe?: ReadonlySet<string>): { miss
     missed: steers.map((s) => s.text),
     missed_detail: steers.map((s) => {
       const detail = { steer_id: s.steer_id, text: s.text, maybe_delivered: maybe?.has(s.steer_id) ?? false };
-      return s.requeued_from === undefined ? detail : { ...detail, requeued_from: s.requeued_from };
+      return s.requeued_from === undefined ? detail : withProps(detail, { requeued_from: s.requeued_from });
     }),
   };
 }
@@ -293,7 +294,7 @@ function publishEntry(core: Core, record: ChildRecord, entry: CompletionEntry): 
 
 /** A revived child's entry names the child it continued. */
 function revivedEntry(record: ChildRecord, entry: CompletionEntry): CompletionEntry {
-  return record.revived_from === undefined || entry.revived_from !== undefined ? entry : { ...entry, revived_from: record.revived_from };
+  return record.revived_from === undefined || entry.revived_from !== undefined ? entry : withProps(entry, { revived_from: record.revived_from });
 }
 
 /** Status matrix: an abort decides first (interrupt/timeout), then a throw, then the report. */

@@ -8,6 +8,7 @@ import type { Timeline, TimelineFate } from '../contract/entities.ts';
 import { NO_OBSERVER, type RuntimeObserver } from '../telemetry/observer.ts';
 import type { Owner, Scope } from '../types.ts';
 import { KeptMarks } from './kept-marks.ts';
+import { withProps } from '../shapes.ts';
 
 /** Steers kept per session (the oldest settled one leaves first). */
 export const MAX_TIMELINE_STEERS = 1000;
@@ -53,8 +54,7 @@ export class TimelineLog {
   constructor(lookup: (subagent_id: string) => ChildRecord | undefined, now: () => number) {
     this.#lookup = lookup;
     this.#now = now;
-    this.observer = {
-      ...NO_OBSERVER,
+    this.observer = withProps(NO_OBSERVER, {
       steerQueued: (subagent_id, steer_id, _bytes, at) => {
         const owner = this.#lookup(subagent_id)?.owner;
         if (owner)
@@ -90,7 +90,7 @@ export class TimelineLog {
         for (const subagent_id of reached) list.push({ subagent_id, target_id: target, generation: owner.generation, at });
         if (list.length > MAX_TIMELINE_INTERRUPTS) list.splice(0, list.length - MAX_TIMELINE_INTERRUPTS);
       },
-    };
+    } satisfies Partial<RuntimeObserver>);
   }
 
   /** A steer to the caller's own child that it no longer takes (HTTP 409; JSON-RPC `rejected`). */

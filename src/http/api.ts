@@ -20,6 +20,7 @@ import { DEFAULT_UI_DIR, UiFiles } from './ui.ts';
 import { within } from '../telemetry/context.ts';
 import { httpRequest, type RequestTrace } from '../telemetry/requests.ts';
 import { metricsRoute } from './metrics.ts';
+import { withProps } from '../shapes.ts';
 
 export interface HttpApiOptions {
   readonly token: string;
@@ -65,7 +66,7 @@ function targetOf(target: string | undefined): Target | undefined {
 export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi {
   const check = new TokenCheck(opts.token);
   const maxOut = opts.max_outbound_bytes ?? 8 * 1024 * 1024;
-  const sse = new SseHub(server, opts.logger, { ...opts.sse, max_outbound_bytes: maxOut });
+  const sse = new SseHub(server, opts.logger, withProps(opts.sse, { max_outbound_bytes: maxOut }));
   const ui = new UiFiles(opts.ui_dir ?? DEFAULT_UI_DIR, opts.token, check);
   const metrics = server.metrics ? metricsRoute(server.metrics, check, opts.metrics_token) : undefined;
   server.metrics?.addSources({ sseSubscribers: () => sse.size });
@@ -127,11 +128,15 @@ export function createHttpApi(server: ServerHub, opts: HttpApiOptions): HttpApi 
     const method = req.method ?? 'GET';
     const handler = method === 'GET' || method === 'POST' || method === 'DELETE' ? found.route.methods[method] : undefined;
     if (!handler) {
-      return refuse(req, res, closing, {
-        ...httpError(RpcCode.MethodNotFound, 'method not allowed'),
-        status: 405,
-        headers: { Allow: Object.keys(found.route.methods).join(', ') },
-      });
+      return refuse(
+        req,
+        res,
+        closing,
+        withProps(httpError(RpcCode.MethodNotFound, 'method not allowed'), {
+          status: 405,
+          headers: { Allow: Object.keys(found.route.methods).join(', ') },
+        }),
+      );
     }
     // A browser sends its cookie with any page's request: a change it authenticates must come
     // from an allowed page. A foreign page's Origin is refused whatever the credentials.

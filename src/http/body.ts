@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import { isRecord } from '../guards.ts';
 import { RpcCode } from '../server/errors.ts';
 import { httpError, type Answer } from './respond.ts';
+import { withProps } from '../shapes.ts';
 
 export type Body = { readonly ok: true; readonly value: Record<string, unknown> } | { readonly ok: false; readonly answer: Answer };
 
@@ -13,13 +14,13 @@ const isJsonType = (type: string) => type === 'application/json' || JSON_TYPE.te
 
 const tooLarge = (max_bytes: number): Body => ({
   ok: false,
-  answer: { ...httpError(RpcCode.InvalidRequest, 'request body too large', { Connection: 'close' }, { max_message_bytes: max_bytes }), status: 413 },
+  answer: withProps(httpError(RpcCode.InvalidRequest, 'request body too large', { Connection: 'close' }, { max_message_bytes: max_bytes }), { status: 413 }),
 });
 
 /** The body's text parsed and checked. */
 function parsed(text: string, type: string | undefined): Body {
   if (typeof type !== 'string' || !isJsonType(type)) {
-    return { ok: false, answer: { ...httpError(RpcCode.InvalidRequest, 'Content-Type must be application/json'), status: 415 } };
+    return { ok: false, answer: withProps(httpError(RpcCode.InvalidRequest, 'Content-Type must be application/json'), { status: 415 }) };
   }
   let value: unknown;
   try {

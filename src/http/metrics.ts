@@ -7,6 +7,7 @@ import { bearerOf, TokenCheck } from '../server/auth.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { RpcCode } from '../server/errors.ts';
 import { HttpCode, httpError, send } from './respond.ts';
+import { withProps } from '../shapes.ts';
 
 export function metricsRoute(
   metrics: Metrics,
@@ -22,7 +23,7 @@ export function metricsRoute(
       return;
     }
     if (req.method !== 'GET') {
-      send(res, { ...httpError(RpcCode.MethodNotFound, 'method not allowed'), status: 405, headers: { Allow: 'GET' } }, closing);
+      send(res, withProps(httpError(RpcCode.MethodNotFound, 'method not allowed'), { status: 405, headers: { Allow: 'GET' } }), closing);
       return;
     }
     metrics.scrape().then(

@@ -16,6 +16,7 @@ import { SERVER_NAME, VERSION } from '../version.ts';
 import { answer, errorAnswer, HttpCode, httpError, notFound, type Answer } from './respond.ts';
 import { cursorOf, type SseHub } from './sse.ts';
 import type { Call, Route, Target } from './route-table.ts';
+import { withProps } from '../shapes.ts';
 
 /** The longest `?wait=` on a delegation, in seconds. */
 export const MAX_WAIT_SECONDS = 60;
@@ -94,7 +95,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     const session = server.sessions.rebind(param(call, 'sid'), keyOf(call), transport, call.req.socket);
     let keyed: Keyed<AnswerOf<M>>;
     try {
-      keyed = server.invoke(method, { ...params, session_id: session.session_id }, transport);
+      keyed = server.invoke(method, withProps(params, { session_id: session.session_id }), transport);
     } catch (err) {
       server.sessions.leave(session, transport);
       throw err;
@@ -121,7 +122,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     if (!kept) return first();
     let a = statusOfValue.get(keyed.value);
     if (!a) statusOfValue.set(keyed.value, (a = first()));
-    return keyed.replayed ? { ...a, headers: { ...a.headers, 'Idempotency-Replayed': 'true' } } : a;
+    return keyed.replayed ? withProps(a, { headers: withProps(a.headers, { 'Idempotency-Replayed': 'true' }) }) : a;
   };
   /** Domain errors of a keyed call are kept too; a replayed one says so. */
   const keyedCall = <M extends MethodName>(
@@ -133,7 +134,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     const key = idempotencyKeyOf(call);
     const kept = key !== undefined;
     try {
-      const invoked = invoke(call, method, kept ? { ...params, idempotency_key: key } : params);
+      const invoked = invoke(call, method, kept ? withProps(params, { idempotency_key: key }) : params);
       // The common answer is synchronous: shaped here, with no closure made for the promise's paths.
       if (!(invoked instanceof Promise)) return map({ value: valueOf(invoked.keyed.value), replayed: invoked.keyed.replayed }, invoked.session, kept);
       return invoked
@@ -203,14 +204,13 @@ export function buildRoutes(deps: RouteDeps): Route[] {
             protocol_version: PROTOCOL_VERSION,
             server: { name: SERVER_NAME, version: VERSION },
             features: deps.features(),
-            limits: {
-              ...server.limits,
+            limits: withProps(server.limits, {
               idempotency_ttl_ms: IDEMPOTENCY_TTL_MS,
               idempotency_keys_per_session: MAX_KEYS_PER_SESSION,
               idempotency_bytes_per_session: MAX_KEPT_BYTES_PER_SESSION,
               max_wait_seconds: MAX_WAIT_SECONDS,
               max_outbound_bytes: deps.max_outbound_bytes,
-            },
+            }),
           }),
       },
     },
@@ -220,7 +220,9 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         POST: async (call) => {
           const transport = server.transientId();
           // No HTTP request stays connected: close_on_disconnect would close the session at once.
-          const value = await settle<'session.create'>(server.invoke('session.create', { ...call.body, close_on_disconnect: undefined }, transport).value);
+          const value = await settle<'session.create'>(
+            server.invoke('session.create', withProps(call.body, { close_on_disconnect: undefined }), transport).value,
+          );
           // Not attached to anything yet: parked until a stream attaches or the next request.
           server.sessions.detach(valueOf(value).session_id, transport);
           return answer(201, value);
@@ -305,7 +307,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
           const { keyed, session } = await invoke(call, 'subagent.tail', { subagent_id: cid(call), ...(raw === null ? {} : { since: Number(raw) }) });
           const tail = valueOf(keyed.value);
           // `seq`: the session's latest event this window reflects (an SSE consumer joins there).
-          return tail.available ? answer(200, { ...tail, seq: session.seq }) : notFound();
+          return tail.available ? answer(200, withProps(tail, { seq: session.seq })) : notFound();
         },
       },
     },

@@ -10,6 +10,7 @@ import { AUTH_COOKIE, cookieValue, type TokenCheck } from '../server/auth.ts';
 import { RpcCode } from '../server/errors.ts';
 import { HttpCode, httpError, notFound, send, type Answer } from './respond.ts';
 import type { Target } from './route-table.ts';
+import { withProps } from '../shapes.ts';
 
 /** Where the dashboard's files are, from src/http/ and from the build's dist/http/ alike. */
 export const DEFAULT_UI_DIR = fileURLToPath(new URL('../../src/http/ui/', import.meta.url));
@@ -52,9 +53,9 @@ export class UiFiles {
   }
 
   async serve(req: IncomingMessage, res: ServerResponse, url: Target, closing: boolean): Promise<void> {
-    const reply = (a: Answer) => send(res, { ...a, headers: { ...UI_HEADERS, ...a.headers } }, closing);
+    const reply = (a: Answer) => send(res, withProps(a, { headers: { ...UI_HEADERS, ...a.headers } }), closing);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      reply({ ...httpError(RpcCode.MethodNotFound, 'method not allowed', { Allow: 'GET, HEAD' }), status: 405 });
+      reply(withProps(httpError(RpcCode.MethodNotFound, 'method not allowed', { Allow: 'GET, HEAD' }), { status: 405 }));
       return;
     }
     if (url.pathname === '/ui') {
@@ -99,14 +100,16 @@ export class UiFiles {
   async #send(req: IncomingMessage, res: ServerResponse, path: string, closing: boolean, status: number): Promise<void> {
     const data = await readFile(path);
     if (res.headersSent || res.destroyed) return;
-    res.writeHead(status, {
-      ...UI_HEADERS,
-      'Content-Type': TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream',
-      'Content-Length': data.length,
-      'Cache-Control': 'no-cache',
-      ...(status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {}),
-      ...(closing ? { Connection: 'close' } : {}),
-    });
+    res.writeHead(
+      status,
+      withProps(UI_HEADERS, {
+        'Content-Type': TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream',
+        'Content-Length': data.length,
+        'Cache-Control': 'no-cache',
+        ...(status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {}),
+        ...(closing ? { Connection: 'close' } : {}),
+      }),
+    );
     res.end(req.method === 'HEAD' ? undefined : data);
   }
 

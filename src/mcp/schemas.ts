@@ -16,6 +16,7 @@ import {
   tailResultSchema,
   type Immutable,
 } from '../contract/entities.ts';
+import { withProps } from '../shapes.ts';
 
 /** Above the 60 s at which hosts stop listening to a silent call: the default stays under it. */
 export const DEFAULT_WAIT_SECONDS = 45;
@@ -93,7 +94,7 @@ function branchSchema(b: Branch): Record<string, unknown> {
 /** The output schema: the success fields optional beside `error`, and the JSON Schema's `anyOf` of the branches. */
 function orError(shape: z.core.$ZodLooseShape, branches: readonly Branch[]) {
   const optional = Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, z.optional(v)]));
-  return z.strictObject({ ...optional, error: toolErrorSchema.optional() }).meta({
+  return z.strictObject(withProps(optional, { error: toolErrorSchema.optional() })).meta({
     anyOf: [...branches.map(branchSchema), { required: ['error'], maxProperties: 1 }],
   });
 }

@@ -27,6 +27,7 @@ import { memoryStore } from '../store/memory.ts';
 import type { Recovered, ServerStore } from '../store/types.ts';
 import { reconcile } from './reconcile.ts';
 import { combine } from '../telemetry/observer.ts';
+import { withProps } from '../shapes.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
 export { DEFAULT_MAX_BATCH, DEFAULT_MAX_REPLY_BYTES, MAX_MAX_BATCH, MAX_MAX_REPLY_BYTES, type ServerOptions } from './options.ts';
@@ -93,20 +94,21 @@ export class ServerHub {
     this.replay_epoch = store.replay_epoch ?? `ep_${randomBytes(9).toString('base64url')}`;
     this.#ledger = new DelegationLedger(store);
     this.#idempotency = new IdempotencyStore(this.#clock, undefined, undefined, undefined, store);
-    this.runtime = createRuntime({
-      ...options.runtime,
-      // The runtime settles what the last process lost as it is made, before anything is served.
-      // One commit per call, made by the method before it replies: the call's writes, its events
-      // and its kept answer together (a crash between two commits could lose the answer alone).
-      ...(store.durable ? { store, commit: 'by_caller' as const } : {}),
-      max_concurrent_children: options.max_concurrent_children,
-      max_spawn_depth: options.max_spawn_depth,
-      default_runner: options.default_runner,
-      clock: this.#clock,
-      ids,
-      logger: this.#logger,
-      ...(options.metrics ? { observer: options.runtime?.observer ? combine(options.runtime.observer, options.metrics) : options.metrics } : {}),
-    });
+    this.runtime = createRuntime(
+      withProps(options.runtime, {
+        max_concurrent_children: options.max_concurrent_children,
+        max_spawn_depth: options.max_spawn_depth,
+        default_runner: options.default_runner,
+        clock: this.#clock,
+        ids,
+        logger: this.#logger,
+        // The runtime settles what the last process lost as it is made, before anything is served.
+        // One commit per call, made by the method before it replies: the call's writes, its events
+        // and its kept answer together (a crash between two commits could lose the answer alone).
+        ...(store.durable ? { store, commit: 'by_caller' as const } : {}),
+        ...(options.metrics ? { observer: options.runtime?.observer ? combine(options.runtime.observer, options.metrics) : options.metrics } : {}),
+      }),
+    );
     this.metrics = options.metrics;
     options.metrics?.addSources({
       sessions: () => {

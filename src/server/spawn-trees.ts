@@ -17,6 +17,7 @@ import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { spawnTreeFileSchema } from '../contract/methods.ts';
 import { errorCode } from '../guards.ts';
 import { notOwned, RpcCode, RpcError } from './errors.ts';
+import { withProps } from '../shapes.ts';
 
 export const MAX_TREE_BYTES = 8 * 1024 * 1024;
 export const MAX_TREES_PER_SESSION = 256;
@@ -242,7 +243,7 @@ export class SpawnTreeStore {
     } catch {
       return;
     }
-    if (!index.some((f) => f.path === saved.path)) index.push({ ...saved, order: ++this.#order });
+    if (!index.some((f) => f.path === saved.path)) index.push(withProps(saved, { order: ++this.#order }));
     const victims: SavedFile[] = [];
     const inDir = index.filter((f) => f.dir === saved.dir && f.path !== saved.path);
     inDir.push(saved);

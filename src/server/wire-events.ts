@@ -13,6 +13,7 @@
 //   entry.tool_trace                      tool_trace
 //   entry.task_index, subagent_id, model  (already in the identity: task_index, subagent_id, model)
 import type { CompletionEntry } from '../types.ts';
+import { withProps } from '../shapes.ts';
 
 type Payload = Record<string, unknown>;
 
@@ -21,7 +22,7 @@ export function wirePayload(type: string, payload: Payload): Payload {
   if (type === 'subagent.complete') return flatCompletion(payload);
   if (type === 'subagent.tool') {
     const { preview, ...rest } = payload;
-    return { ...rest, tool_preview: preview, text: preview };
+    return withProps(rest, { tool_preview: preview, text: preview });
   }
   return payload;
 }
@@ -50,8 +51,7 @@ export function entryFromWire(payload: Payload): CompletionEntry {
 
 function flatCompletion(payload: Payload): Payload {
   const { entry, ...identity } = payload as Payload & { entry: CompletionEntry };
-  const out: Payload = {
-    ...identity,
+  const out: Payload = withProps(identity, {
     status: entry.status,
     exit_reason: entry.exit_reason,
     summary: entry.summary,
@@ -60,7 +60,7 @@ function flatCompletion(payload: Payload): Payload {
     input_tokens: entry.tokens.input,
     output_tokens: entry.tokens.output,
     tool_trace: entry.tool_trace,
-  };
+  });
   if (entry.error !== undefined) out.error = entry.error;
   if (entry.missed_steer !== undefined) out.missed_steer = entry.missed_steer;
   if (entry.missed_steer_detail !== undefined) out.missed_steer_detail = entry.missed_steer_detail;

@@ -11,6 +11,7 @@ import { DirLock, openDatabase, prepareDir, type Db, type FsyncMode } from './op
 import { SCHEMA_VERSION } from './schema.ts';
 import { childFromRow, parseEntry, statements, type ChildRowData, type Recorder, type Statements } from './statements.ts';
 import type { AnswerRow, DelegationRow, EventRow, ServerStore, SessionRow, StoreStats, StoredChild } from './types.ts';
+import { withProps } from '../shapes.ts';
 
 export interface SqliteStoreOptions {
   readonly fsync?: FsyncMode;
@@ -290,7 +291,7 @@ export class SqliteStore implements ServerStore {
 
   openDelegations(): DelegationRow[] {
     this.#settled();
-    return this.#st.openDelegations.all().map((r) => ({ ...r, done: false }));
+    return this.#st.openDelegations.all().map((r) => withProps(r, { done: false }));
   }
 
   unfinished(): StoredChild[] {

@@ -8,6 +8,7 @@ import { VERSION } from '../version.ts';
 import { SteerWaits } from './steer-waits.ts';
 import type { CompletionEntry, SteerRejection } from '../types.ts';
 import { NO_RUN, NO_TURN, type ChatEnd, type ChildFacts, type Ending, type RunTelemetry, type RuntimeObserver, type TurnTelemetry } from './observer.ts';
+import { withProps } from '../shapes.ts';
 
 const STATUSES = ['completed', 'interrupted', 'failed', 'error', 'timeout'] as const;
 const EXIT_REASONS = new Set<string>([...STATUSES, 'max_iterations', 'spawn_refused', 'worker_lost', 'child_lost']);
@@ -284,12 +285,12 @@ export class Metrics implements RuntimeObserver {
   }
 
   run(): RunTelemetry {
-    return { ...NO_RUN, chat: () => this.#chat() };
+    return withProps(NO_RUN, { chat: () => this.#chat() });
   }
 
   /** A parent agent's model requests count like a child's: the loop runs in this process. */
   turn(): TurnTelemetry {
-    return { ...NO_TURN, chat: () => this.#chat() };
+    return withProps(NO_TURN, { chat: () => this.#chat() });
   }
 
   #chat(): Ending<ChatEnd> {

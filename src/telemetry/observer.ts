@@ -4,6 +4,7 @@
 // model requests and tool calls to. Traces (traces.ts) and metrics (metrics.ts) are two observers;
 // combine() joins them. Every method must be cheap and must never throw into the runtime.
 import type { CompletionEntry, Ending, RunTelemetry, SteerRejection } from '../types.ts';
+import { withProps } from '../shapes.ts';
 
 export type { ChatEnd, ChatRequest, Ending, RunTelemetry } from '../types.ts';
 
@@ -151,13 +152,12 @@ export function combine(a: RuntimeObserver, b: RuntimeObserver): RuntimeObserver
     turn(t) {
       const ta = a.turn(t);
       const tb = b.turn(t);
-      return {
-        ...bothRuns(ta, tb),
+      return withProps(bothRuns(ta, tb), {
         end(r) {
           ta.end(r);
           tb.end(r);
         },
-      };
+      } satisfies Pick<TurnTelemetry, 'end'>);
     },
   };
 }

@@ -20,6 +20,7 @@ import type {
   TurnFacts,
   TurnTelemetry,
 } from './observer.ts';
+import { withProps } from '../shapes.ts';
 
 export const GOAL_CHARS = 120;
 const FAILED = new Set(['failed', 'error', 'timeout']);
@@ -182,15 +183,17 @@ export class Traces implements RuntimeObserver {
     const parent = ambient();
     const turn = new ChildSpan(start('invoke_agent', SpanKind.INTERNAL, attributes, parent), parent, false);
     let ended = false;
-    return {
-      ...runOf(() => turn),
-      end(r) {
-        if (ended) return;
-        ended = true;
-        for (const tool of turn.tools) tool.span.end();
-        sealed(turn.span, r);
-      },
-    };
+    return withProps(
+      runOf(() => turn),
+      {
+        end(r) {
+          if (ended) return;
+          ended = true;
+          for (const tool of turn.tools) tool.span.end();
+          sealed(turn.span, r);
+        },
+      } satisfies Pick<TurnTelemetry, 'end'>,
+    );
   }
 
   /** A child's span that is not this runtime's: a worker's runner parents on the context its assignment carried. */

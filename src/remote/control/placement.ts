@@ -15,6 +15,7 @@ import { PreassignedIds } from './preassigned-ids.ts';
 import type { PlacementPort, RemoteChildHandle, RemoteProgress } from './port.ts';
 import { EventFeed, type EventFeedOptions } from './event-feed.ts';
 import type { Adopter } from '../../delegation/adopt.ts';
+import { withProps } from '../../shapes.ts';
 
 export interface PlacementOptions {
   readonly url: string;
@@ -163,7 +164,7 @@ export class Placement implements PlacementPort {
     for (const [name, kind] of Object.entries(local)) {
       out[name] = {
         schema: kind.schema,
-        create: (spec) => new RemoteRunner(this, { ...(isRecord(spec) ? spec : {}), kind: name }, kind.create(spec).model),
+        create: (spec) => new RemoteRunner(this, withProps(isRecord(spec) ? spec : {}, { kind: name }), kind.create(spec).model),
       };
     }
     return out;

@@ -6,16 +6,16 @@ import { parentFrom } from '../../telemetry/context.ts';
 import { NO_RUN } from '../../telemetry/observer.ts';
 import { Traces } from '../../telemetry/traces.ts';
 import type { RunTelemetry } from '../../types.ts';
+import { withProps } from '../../shapes.ts';
 
 export function workerTelemetry(assigned: Readonly<Record<string, string>>): RunTelemetry {
   const parent = parentFrom(assigned);
   const run = parent ? Traces.runUnder(parent) : NO_RUN;
-  return {
-    ...run,
+  return withProps(run, {
     inject(carrier) {
       run.inject(carrier);
       // Nothing of its own to say (no SDK, no propagator): the assignment's context goes on as it came.
       if (carrier.traceparent === undefined) Object.assign(carrier, assigned);
     },
-  };
+  } satisfies Partial<RunTelemetry>);
 }

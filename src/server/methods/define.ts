@@ -8,6 +8,7 @@ import { codedOf, invalidParams, RpcCode, RpcError } from '../errors.ts';
 import { nestsDeeperThan } from '../../guards.ts';
 import { isThenable, type Keyed } from '../idempotency.ts';
 import { JsonText } from '../json-text.ts';
+import { withProps } from '../../shapes.ts';
 
 /** A method's result as a handler may build it (read-only views of the runtime's objects welcome). */
 export type ResultOf<M extends MethodName> = Immutable<WireResultOf<M>>;
@@ -63,7 +64,7 @@ export const MAX_PARAMS_DEPTH = 256;
 
 /** `{...result, idempotent_replay: true}`: how JSON-RPC marks a replayed answer. */
 export function markReplay<T>(value: T): T {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...value, idempotent_replay: true } : value;
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.assign({}, value, { idempotent_replay: true }) : value;
 }
 
 export function defineMethod<M extends MethodName>(name: M, handle: Handler<M>, options: MethodOptions<M> = {}): MethodDef<M> {
@@ -162,11 +163,11 @@ function committed<M extends MethodName>(keyed: Keyed<AnswerOf<M>>, services: Se
         throw err;
       },
     );
-    return { ...keyed, value: answered };
+    return withProps(keyed, { value: answered });
   }
   const stored = services.store.settled();
   if (stored === undefined) return keyed;
-  return { ...keyed, value: stored.then(() => value, unstored(writes, value)) };
+  return withProps(keyed, { value: stored.then(() => value, unstored(writes, value)) });
 }
 
 /** Waits until the store holds what is committed: a write whose storing fails answers -32002. */

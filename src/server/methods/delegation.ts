@@ -4,6 +4,7 @@ import type { TaskSpec } from '../../types.ts';
 import type { Session } from '../sessions.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import { defineMethod } from './define.ts';
+import { withProps } from '../../shapes.ts';
 
 /** The named session (4001 unless attached), or, when none is named, every session in reach. */
 function targets(session_id: unknown, server: Services, transport: string): Session[] {
@@ -19,7 +20,7 @@ export const delegationMethods = {
       if (server.draining) throw new RpcError(RpcCode.ShuttingDown, 'server is shutting down');
       if (server.runtime.isPaused(s.session_id)) throw new RpcError(RpcCode.SpawnPaused, 'spawning is paused');
       // Only the JSON fields of a task cross the wire; a `runner` key is not a way in.
-      const tasks = p.tasks.map((t) => (typeof t === 'object' && t !== null && !Array.isArray(t) ? { ...t, runner: undefined } : t));
+      const tasks = p.tasks.map((t) => (typeof t === 'object' && t !== null && !Array.isArray(t) ? withProps(t, { runner: undefined }) : t));
       // The runtime checks every task itself (InvalidTasks, as for a library caller in plain JS).
       const handle = server.runtime.delegate(tasks as readonly TaskSpec[], {
         timeout_ms: p.timeout_ms,

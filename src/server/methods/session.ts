@@ -6,6 +6,7 @@ import type { Services } from '../context.ts';
 import { JsonText } from '../json-text.ts';
 import type { Session } from '../sessions.ts';
 import { defineMethod, type ResultOf } from './define.ts';
+import { withProps } from '../../shapes.ts';
 
 /**
  * What create, resume and activate tell a host about a session, with hermes' required fields:
@@ -46,7 +47,7 @@ const rebind =
     if (p.close_on_disconnect !== undefined) server.sessions.setCloseOnDisconnect(s, p.close_on_disconnect);
     server.logger.info({ session_id: s.session_id, transport }, `session ${verb}d`);
     const live_subagents = server.runtime.scoped.list(server.sessions.scopeOf(s)).length;
-    return { ...sessionView(server, s), live_subagents, open_requests: [] };
+    return withProps(sessionView(server, s), { live_subagents, open_requests: [] });
   };
 
 /** Commits what is queued, so that a read sees every event sent so far; a failing store leaves it at what is written. */
@@ -64,7 +65,7 @@ export const sessionMethods = {
     (p, server, transport) => {
       const { session, session_key } = server.sessions.create(transport, p.title ?? undefined, p.close_on_disconnect ?? false);
       server.logger.info({ session_id: session.session_id, transport }, 'session created');
-      return { ...sessionView(server, session), session_key };
+      return withProps(sessionView(server, session), { session_key });
     },
     { writes: true },
   ),

@@ -5,6 +5,7 @@ import { RpcCode, RpcError } from '../errors.ts';
 import { FlatJsonCache, JsonText } from '../json-text.ts';
 import type { Session } from '../sessions.ts';
 import { defineMethod, type SteerAnswer } from './define.ts';
+import { withProps } from '../../shapes.ts';
 
 /** Each session's serialised snapshots, reused while a child's snapshot is unchanged (docs/benchmarks.md). Gone with the session. */
 const listTexts = new WeakMap<Session, FlatJsonCache>();
@@ -58,7 +59,7 @@ export const subagentMethods = {
         if (fate === 'refused') throw new RpcError(RpcCode.NatsUnavailable, 'NATS unavailable');
         // The publish ack was lost (an outage): not an error, since the steer may take effect; the
         // host hears that it is accounted like any queued steer and may reconcile it later.
-        return fate === 'uncertain' ? { ...queued, uncertain: true as const } : queued;
+        return fate === 'uncertain' ? withProps(queued, { uncertain: true as const }) : queued;
       });
     },
     {
