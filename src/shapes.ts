@@ -9,10 +9,13 @@
 // overrides keys the spread brought. test/package/spread-shapes.test.ts keeps src/ to this.
 
 /**
- * `{ ...base, ...extra }`: `extra`'s keys win; no `base` is `{ ...extra }`. A `base` with an own `__proto__` key (JSON.parse
- * makes one) is spread instead, so it stays an own key and never sets the copy's prototype.
+ * `{ ...base, ...extra }`: `extra`'s keys win; a missing base (undefined, or null from a plain-JS
+ * caller) is `{ ...extra }`, as a spread of it is. A `base` with an own `__proto__` key (JSON.parse
+ * makes one) is spread instead, so it stays an own key and never sets the copy's prototype. The
+ * result is not typed from where it goes, so `extra`'s keys are not checked against that type as
+ * a literal's would be: name them with care, or give `extra` a `satisfies`.
  */
-export function withProps<A extends object, B extends object>(base: A | undefined, extra: B): NoInfer<Omit<A, keyof B> & B> {
-  if (base !== undefined && Object.hasOwn(base, '__proto__')) return { ...base, ...extra };
+export function withProps<A extends object, B extends object>(base: A | null | undefined, extra: B): NoInfer<Omit<A, keyof B> & B> {
+  if (base !== undefined && base !== null && Object.hasOwn(base, '__proto__')) return { ...base, ...extra };
   return Object.assign({}, base, extra);
 }

@@ -75,7 +75,9 @@ export class SessionStore {
    * host re-binds with its key, and each parks for the park limit from now.
    */
   restore(rows: readonly SessionRow[]): void {
-    for (const row of rows) {
+    // The map holds sessions in the order they were made (session.list breaks a tie of
+    // `created_at` by it); a store gives its rows in an order of its own.
+    for (const row of [...rows].sort((a, b) => a.created_at - b.created_at)) {
       const state: SessionState = {
         session_id: row.session_id,
         title: row.title,

@@ -77,18 +77,23 @@ describe('object literals that begin with a spread', () => {
     expect(JSON.parse(withNatives(script))).toEqual({ spread: false, assigned: true });
   });
 
-  it('withProps: extra wins, base is not changed, and a JSON __proto__ key stays an own key', () => {
+  it('withProps: extra wins, base is not changed, a JSON __proto__ key stays an own key, and no base is none', () => {
     const script = `
       import { withProps } from './dist/shapes.js';
       const base = { a: 1, b: 2 };
       const merged = withProps(base, { b: 3, c: 4 });
       const hostile = withProps(JSON.parse('{"__proto__": {"polluted": true}, "x": 1}'), { y: 2 });
+      // A plain-JS caller's null, as a spread of it: nothing.
+      const fromNull = withProps(null, { z: 1 });
+      const fromUndefined = withProps(undefined, { z: 2 });
       process.stdout.write(JSON.stringify({
         merged, base,
         protoOwn: Object.hasOwn(hostile, '__proto__'),
         polluted: hostile.polluted === true,
         plainProto: Object.getPrototypeOf(hostile) === Object.prototype,
         keys: Object.keys(hostile),
+        fromNull,
+        fromUndefined,
       }));`;
     expect(JSON.parse(withNatives(script))).toEqual({
       merged: { a: 1, b: 3, c: 4 },
@@ -97,6 +102,8 @@ describe('object literals that begin with a spread', () => {
       polluted: false,
       plainProto: true,
       keys: ['__proto__', 'x', 'y'],
+      fromNull: { z: 1 },
+      fromUndefined: { z: 2 },
     });
   });
 });

@@ -122,7 +122,12 @@ export const sessionMethods = {
   // hermes hosts list and size what they may resume at start. The caller's sessions only: those
   // its transport is attached to (every live one with --single-user, where the token owns all).
   'session.list': defineMethod('session.list', (p, server, transport) => {
-    const mine = server.sessions.sessionsFor(transport).sort((a, b) => b.created_at - a.created_at);
+    // Newest first. The sessions come in the order they were made; reversed before a stable sort,
+    // two made in one clock tick (one `created_at`) keep the later one first.
+    const mine = server.sessions
+      .sessionsFor(transport)
+      .reverse()
+      .sort((a, b) => b.created_at - a.created_at);
     const rows = mine.slice(0, p.limit ?? mine.length).map((s) => ({
       id: s.session_id,
       title: s.title ?? '',
