@@ -3,7 +3,7 @@
 // the clone's map records no transition for the added key. No inline cache then sees one shape
 // twice: every read of such an object is a megamorphic lookup, every for-in over it builds its
 // keys anew, and each one leaves a map behind for the collector. A steer's params made so cost its
-// HTTP route 8 µs of its 107 at one connection (bench: http.steer.p50@1conn; docs/benchmarks.md).
+// HTTP route 9 µs of its 107 at one connection (bench: http.steer.p50@1conn; docs/benchmarks.md).
 // `Object.assign` onto a fresh `{}` takes the same transitions every time. A literal whose spread
 // comes after a key of its own (`{ type, ...rest }`) is not affected, nor is one that only
 // overrides keys the spread brought. test/package/spread-shapes.test.ts keeps src/ to this.
