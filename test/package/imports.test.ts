@@ -1,21 +1,13 @@
 // The import graph of src/: no cycles, type-only imports included (two modules that need each
 // other's vocabulary share one that belongs in a third), and every arrow between rooms points the
 // way docs/architecture.md says (the table ALLOWED below).
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/process.ts';
+import { tsSources } from '../helpers/sources.ts';
 
 const SRC = join(ROOT, 'src');
-
-/** Every .ts file under `dir`, as paths relative to src/. */
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return sources(path);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [relative(SRC, path)] : [];
-  });
-}
 
 const SPECIFIER = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[^'"`;]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
@@ -70,7 +62,7 @@ function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   return found;
 }
 
-const files = sources(SRC);
+const files = tsSources(SRC).map((f) => relative(SRC, f));
 const graph = importGraph(files, (f) => readFileSync(join(SRC, f), 'utf8'));
 const ROOMS = [
   'contract',

@@ -5,21 +5,14 @@
 // once and are let be. The V8 behaviour itself, and withProps' answer to it, are checked in a
 // node with its natives on, over the built package.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/process.ts';
+import { tsSources } from '../helpers/sources.ts';
 
 const SRC = join(ROOT, 'src');
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return sources(path);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [path] : [];
-  });
-}
 
 /** `file:line: text` of each literal inside a function that begins with a spread and adds a key after it. */
 function spreadThenKey(file: string, text: string): string[] {
@@ -57,7 +50,7 @@ describe('object literals that begin with a spread', () => {
   });
 
   it('src/ makes none inside a function', () => {
-    const found = sources(SRC).flatMap((f) => spreadThenKey(relative(ROOT, f), readFileSync(f, 'utf8')));
+    const found = tsSources(SRC).flatMap((f) => spreadThenKey(relative(ROOT, f), readFileSync(f, 'utf8')));
     expect(found).toEqual([]);
   });
 
